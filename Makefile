@@ -1,0 +1,39 @@
+# rfcli: `make demo` and `make test` are all a newcomer needs (both set up .venv first).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+RFCLI  := $(VENV)/bin/rfcli
+DEMO   := build/demo
+
+.PHONY: install demo test lint bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+demo: install
+	@mkdir -p $(DEMO)
+	$(RFCLI) encode sample_data/letter.train.parquet -o $(DEMO)/letter.train.rff.zarr \
+	    --label label --normalize-rows -m 1024 -b 2 --overwrite
+	$(RFCLI) encode sample_data/letter.test.parquet -o $(DEMO)/letter.test.rff.zarr \
+	    --like $(DEMO)/letter.train.rff.zarr --overwrite
+	$(RFCLI) inspect $(DEMO)/letter.train.rff.zarr
+
+test: install
+	$(PY) -m pytest -q
+
+lint: install
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(VENV)/bin/ruff check rfcli tests bench
+	$(VENV)/bin/ruff format --check rfcli tests bench
+
+bench: install
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) bench/encode_report.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

@@ -1,0 +1,3 @@
+from rfcli.cli import main
+
+main()

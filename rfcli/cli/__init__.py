@@ -1,0 +1,68 @@
+"""The ``rfcli`` command line: a thin click layer over the library.
+
+Library errors become one-line messages with exit status 2 (usage/input), 1 (internal)
+or 130 (interrupted); ``--debug`` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from rfcli._version import __version__
+from rfcli.cli.console import UI
+from rfcli.errors import RfcliError
+
+
+class RfcliGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.ClickException, click.exceptions.Abort):
+            raise
+        except RfcliError as e:
+            _fail(ctx, f"rfcli: error: {e}", e.exit_code)
+        except KeyboardInterrupt:
+            _fail(ctx, "rfcli: interrupted; partial outputs were removed", 130)
+        except BrokenPipeError:
+            sys.stderr.close()
+            ctx.exit(141)
+        except Exception as e:
+            if _debug(ctx):
+                raise
+            _fail(ctx, f"rfcli: internal error: {type(e).__name__}: {e} (run with --debug for the traceback)", 1)
+
+
+def _debug(ctx) -> bool:
+    root = ctx.find_root()
+    return bool(root.obj and root.obj.debug)
+
+
+def _fail(ctx, msg: str, code: int):
+    click.echo(msg, err=True)
+    ctx.exit(code)
+
+
+@click.group(cls=RfcliGroup, context_settings={"auto_envvar_prefix": "RFCLI", "help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="rfcli")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or diagnostics on stderr.")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks for internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool, debug: bool) -> None:
+    """Kernel learning with compressed (1-8 bit) random features.
+
+    \b
+    Typical session:
+      rfcli encode train.parquet --label label -b 2 -o train.rff.zarr
+      rfcli encode test.parquet --like train.rff.zarr -o test.rff.zarr
+      rfcli inspect train.rff.zarr
+    """
+    ctx.obj = UI(quiet=quiet, debug=debug)
+
+
+def main() -> None:
+    cli(prog_name="rfcli")
+
+
+from rfcli.cli import decode, encode, fit_quantizer, inspect  # noqa: E402,F401  (register commands)

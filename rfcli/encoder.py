@@ -1,0 +1,133 @@
+"""The encoder: input columns -> preprocessing -> feature map -> quantizer -> packed rows.
+
+An :class:`Encoder` is everything needed to encode new rows exactly as a store's rows were
+encoded; stores and model files carry its state, and its fingerprint identifies it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rfcli.errors import ConfigError, IncompatibleError, UsageError
+from rfcli.maps import FeatureMap, Preprocessor
+from rfcli.quantize import Quantizer
+from rfcli.registry import require
+
+
+@dataclass
+class EncodedChunk:
+    row0: int
+    packed: np.ndarray  # uint8 (n, row_bytes)
+    norms: np.ndarray  # float32 (n,): ||Q(z)|| per row
+    row_scale: np.ndarray | None  # float32 (n,) input row norms (arc-cosine order 1)
+
+
+@dataclass
+class Encoder:
+    columns: list[str]
+    preprocess: Preprocessor
+    fmap: FeatureMap
+    quantizer: Quantizer
+
+    def __post_init__(self):
+        check_quantizer_fits_map(self.quantizer, self.fmap)
+
+    @property
+    def n_features(self) -> int:
+        return self.fmap.n_features
+
+    @property
+    def row_bytes(self) -> int:
+        return self.quantizer.row_bytes(self.n_features)
+
+    def encode_chunk(self, X: np.ndarray, row0: int) -> EncodedChunk:
+        z, row_scale = self.fmap.transform_raw(self.preprocess.transform(X))
+        packed, norms = self.quantizer.encode_rows(z, row0)
+        return EncodedChunk(row0, packed, norms, row_scale)
+
+    def decode(
+        self, packed: np.ndarray, norms: np.ndarray, row_scale: np.ndarray | None, normalized: bool = False
+    ) -> np.ndarray:
+        """Decoded features, float32: ``F(x).F(y)`` estimates k(x, y) (plain estimator), or
+        unit rows ``Q(z)/||Q(z)||`` with ``normalized`` (seed 000's normalized estimator)."""
+        F = self.quantizer.decode_rows(packed, self.n_features)
+        if normalized:
+            safe = np.where(norms > 0, norms, np.float32(1)).astype(np.float32)
+            return F / safe[:, None]
+        F = F * np.float32(self.fmap.feature_scale)
+        if row_scale is not None:
+            F *= row_scale[:, None]
+        return F
+
+    # -- state --------------------------------------------------------------------------
+    def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        mc, ma = self.fmap.to_state()
+        pc, pa = self.preprocess.to_state()
+        config = {
+            "columns": list(self.columns),
+            "preprocess": pc,
+            "map": mc,
+            "quantizer": self.quantizer.to_config(),
+        }
+        arrays = {f"map/{k}": v for k, v in ma.items()}
+        arrays.update({f"preprocess/{k}": v for k, v in pa.items()})
+        return config, arrays
+
+    @classmethod
+    def from_state(cls, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> Encoder:
+        def sub(prefix):
+            return {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+
+        columns = require(config, "columns", list, "encoder")
+        if not all(isinstance(c, str) for c in columns):
+            raise ConfigError("encoder: columns must be strings")
+        fmap = FeatureMap.from_state(require(config, "map", dict, "encoder"), sub("map/"))
+        if fmap.n_inputs_ != len(columns):
+            raise ConfigError(f"encoder: map expects {fmap.n_inputs_} inputs, {len(columns)} columns listed")
+        return cls(
+            columns=columns,
+            preprocess=Preprocessor.from_state(require(config, "preprocess", dict, "encoder"), sub("preprocess/")),
+            fmap=fmap,
+            quantizer=Quantizer.from_config(require(config, "quantizer", dict, "encoder")),
+        )
+
+    def fingerprint(self) -> str:
+        """SHA-256 (first 16 hex digits) of the canonical config and every array's bytes."""
+        config, arrays = self.to_state()
+        h = hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
+        for k in sorted(arrays):
+            a = np.ascontiguousarray(arrays[k])
+            h.update(f"{k}:{a.dtype.str}:{a.shape}".encode())
+            h.update(a.tobytes())
+        return h.hexdigest()[:16]
+
+    def check_same(self, other: Encoder, what: str = "store") -> None:
+        if self.fingerprint() != other.fingerprint():
+            raise IncompatibleError(
+                f"the {what} was encoded with another map/quantizer "
+                f"(fingerprint {other.fingerprint()} vs {self.fingerprint()})"
+            )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kernel": self.fmap.describe(),
+            "features": self.n_features,
+            "quantizer": self.quantizer.kind,
+            "bits": self.quantizer.bits_per_feature,
+            "preprocess": self.preprocess.describe(),
+            "inputs": len(self.columns),
+        }
+
+
+def check_quantizer_fits_map(quantizer: Quantizer, fmap: FeatureMap) -> None:
+    if fmap.value_law not in quantizer.laws:
+        hint = {
+            "binary": "arc-cosine order 0 features are 0/1: use --quantizer binary (1 bit) or none",
+            "relu-normalized": "arc-cosine order 1 features are stored unquantized: use --quantizer none",
+        }.get(fmap.value_law, f"use one of the quantizers for {fmap.value_law} values")
+        raise UsageError(f"quantizer {quantizer.kind!r} does not fit the {fmap.kind} map: {hint}")

@@ -1,0 +1,1 @@
+"""Input readers, feature stores and small JSON files."""

@@ -1,0 +1,49 @@
+"""Small JSON files (quantizers, model metadata): atomic writes, strict reads (no pickle,
+no eval: plain JSON parsed into validated objects)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+from rfcli.errors import ConfigError, InputError, OutputError
+
+
+def write_json(path: str, obj: Any, overwrite: bool = False) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically (temp sibling + rename); ``-`` is stdout."""
+    text = json.dumps(obj, indent=2, sort_keys=False) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    if os.path.exists(path) and not overwrite:
+        raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-", suffix=".json")
+    except OSError as e:
+        raise OutputError(f"{path}: cannot write ({e.strerror})") from None
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_json(path: str, what: str = "JSON file") -> Any:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such {what}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: malformed {what} ({e})") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read {what} ({e.strerror})") from None

@@ -1,0 +1,352 @@
+"""Chunked readers for Parquet, CSV (also stdin, ``-``) and Zarr input.
+
+A source knows its column names and which are numeric; :func:`iter_chunks` streams the
+selected columns as fixed-size :class:`Chunk` s (float64 features, label, id columns), so
+memory is bounded by the chunk size whatever the input size.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from rfcli.errors import InputError, UsageError
+
+FORMATS = ("parquet", "csv", "zarr")
+NAN_POLICIES = ("error", "drop", "zero")
+
+
+@dataclass
+class Chunk:
+    row0: int  # global index (in the output) of the first row
+    X: np.ndarray  # float64 (n, d)
+    label: np.ndarray | None = None
+    ids: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.X.shape[0]
+
+
+def detect_format(path: str, fmt: str | None = None) -> str:
+    if fmt:
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown input format {fmt!r} (known: {', '.join(FORMATS)})")
+        return fmt
+    if path == "-":
+        return "csv"
+    p = path.rstrip("/").lower()
+    if p.endswith((".parquet", ".pq")):
+        return "parquet"
+    if p.endswith((".csv", ".csv.gz", ".tsv", ".txt")):
+        return "csv"
+    if p.endswith(".zarr") or os.path.isfile(os.path.join(path, "zarr.json")):
+        return "zarr"
+    raise InputError(f"{path}: unknown input format (expected .parquet, .csv or .zarr; or give --format)")
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+class Source:
+    """Base class: a table read in batches."""
+
+    path: str
+    names: list[str]
+    numeric: dict[str, bool]
+    num_rows: int | None = None
+    rereadable: bool = True
+
+    def batches(self, names: list[str], batch_rows: int) -> Iterator[dict[str, np.ndarray]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class ParquetSource(Source):
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self._file = pq.ParquetFile(path)
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except (pa.ArrowException, OSError) as e:
+            raise InputError(f"{path}: cannot read as Parquet ({_first_line(e)})") from None
+        schema = self._file.schema_arrow
+        self.names = list(schema.names)
+        self.numeric = {f.name: _is_numeric(f.type) for f in schema}
+        self.num_rows = self._file.metadata.num_rows
+
+    def batches(self, names, batch_rows):
+        try:
+            for rb in self._file.iter_batches(batch_size=batch_rows, columns=names):
+                yield {n: _to_numpy(rb.column(i)) for i, n in enumerate(names)}
+        except pa.ArrowException as e:
+            raise InputError(f"{self.path}: {_first_line(e)}") from None
+
+
+class CsvSource(Source):
+    """CSV from a file or stdin.  Types are inferred from the first block; feature
+    columns are then read as float64.  stdin can be read once only (see ``spool``)."""
+
+    def __init__(self, path: str, spool: bool = False, block_size: int = 1 << 22):
+        self.path = path
+        self._block = block_size
+        self._tmp: str | None = None
+        if path == "-" and spool:
+            fd, self._tmp = tempfile.mkstemp(prefix="rfcli-stdin-", suffix=".csv")
+            with os.fdopen(fd, "wb") as f:
+                shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+        self.rereadable = path != "-" or spool
+        reader = self._open(None)
+        schema = reader.schema
+        self.names = list(schema.names)
+        self.numeric = {f.name: _is_numeric(f.type) or pa.types.is_null(f.type) for f in schema}
+        self._first_reader = reader if not self.rereadable else None
+
+    @property
+    def _file(self):
+        if self._tmp:
+            return self._tmp
+        return sys.stdin.buffer if self.path == "-" else self.path
+
+    def _open(self, float_columns: list[str] | None):
+        convert = pacsv.ConvertOptions(
+            column_types={c: pa.float64() for c in float_columns} if float_columns else None,
+        )
+        try:
+            return pacsv.open_csv(
+                self._file,
+                read_options=pacsv.ReadOptions(block_size=self._block),
+                convert_options=convert,
+            )
+        except FileNotFoundError:
+            raise InputError(f"{self.path}: no such file") from None
+        except pa.ArrowInvalid as e:
+            if "Empty CSV file" in str(e):
+                raise InputError(f"{self.path}: empty CSV file (no header)") from None
+            raise InputError(f"{self.path}: malformed CSV ({_first_line(e)})") from None
+        except OSError as e:
+            raise InputError(f"{self.path}: cannot read ({_first_line(e)})") from None
+
+    def batches(self, names, batch_rows, float_columns=None):
+        if self._first_reader is not None:
+            reader, self._first_reader = self._first_reader, None
+        elif self.rereadable:
+            reader = self._open(float_columns)
+        else:
+            raise InputError("standard input can only be read once")
+        idx = [reader.schema.get_field_index(n) for n in names]
+        rows = 0
+        while True:
+            try:
+                rb = reader.read_next_batch()
+            except StopIteration:
+                return
+            except pa.ArrowInvalid as e:
+                raise InputError(f"{self.path}: bad CSV after about row {rows} ({_first_line(e)})") from None
+            rows += rb.num_rows
+            yield {n: _to_numpy(rb.column(i)) for n, i in zip(names, idx, strict=True)}
+
+    def close(self):
+        if self._tmp and os.path.exists(self._tmp):
+            os.unlink(self._tmp)
+            self._tmp = None
+
+
+class ZarrSource(Source):
+    """A Zarr group whose 1-D arrays of equal length are columns, or one 2-D array
+    (columns named x0, x1, ...)."""
+
+    def __init__(self, path: str):
+        import zarr
+
+        self.path = path
+        try:
+            node = zarr.open(path, mode="r")
+        except (FileNotFoundError, zarr.errors.NodeNotFoundError if hasattr(zarr, "errors") else OSError):
+            raise InputError(f"{path}: no such Zarr array or group") from None
+        except Exception as e:  # zarr raises various errors on junk
+            raise InputError(f"{path}: cannot open as Zarr ({_first_line(e)})") from None
+        if isinstance(node, zarr.Array):
+            if node.ndim != 2:
+                raise InputError(f"{path}: a Zarr array input must be 2-D, got shape {node.shape}")
+            self._array = node
+            self.names = [f"x{j}" for j in range(node.shape[1])]
+            self.numeric = dict.fromkeys(self.names, np.issubdtype(node.dtype, np.number))
+            self.num_rows = node.shape[0]
+        else:
+            if "rfcli" in node.attrs:
+                raise InputError(f"{path}: this is an rfcli feature store, not input data")
+            self._array = None
+            self._cols = {k: a for k, a in node.arrays() if a.ndim == 1}
+            if not self._cols:
+                raise InputError(f"{path}: the Zarr group holds no 1-D column arrays")
+            lengths = {a.shape[0] for a in self._cols.values()}
+            if len(lengths) != 1:
+                raise InputError(f"{path}: the Zarr group's column arrays differ in length {sorted(lengths)}")
+            self.names = sorted(self._cols)
+            self.numeric = {k: bool(np.issubdtype(a.dtype, np.number) or a.dtype == bool) for k, a in self._cols.items()}
+            self.num_rows = lengths.pop()
+
+    def batches(self, names, batch_rows):
+        for start in range(0, self.num_rows, batch_rows):
+            stop = min(start + batch_rows, self.num_rows)
+            if self._array is not None:
+                block = self._array[start:stop]
+                yield {n: block[:, int(n[1:])] for n in names}
+            else:
+                yield {n: np.asarray(self._cols[n][start:stop]) for n in names}
+
+
+def open_source(path: str, fmt: str | None = None, spool_stdin: bool = False) -> Source:
+    fmt = detect_format(path, fmt)
+    if path != "-" and not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if path != "-" and os.path.isfile(path) and not os.access(path, os.R_OK):
+        raise InputError(f"{path}: not readable (permission denied)")
+    if fmt == "parquet":
+        return ParquetSource(path)
+    if fmt == "csv":
+        return CsvSource(path, spool=spool_stdin)
+    return ZarrSource(path)
+
+
+@dataclass
+class Selection:
+    features: list[str]
+    label: str | None = None
+    ids: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # non-numeric columns left out by default
+
+    @property
+    def all(self) -> list[str]:
+        return [*self.features, *([self.label] if self.label else []), *self.ids]
+
+
+def select_columns(
+    source: Source, columns: list[str] | None = None, label: str | None = None, ids: list[str] | None = None
+) -> Selection:
+    """Feature columns: ``columns`` if given, else every numeric column except label and ids."""
+    ids = list(ids or [])
+    where = source.path
+    for name, what in [(label, "label"), *((i, "id") for i in ids)]:
+        if name is not None and name not in source.names:
+            raise InputError(f"{where}: {what} column {name!r} not found (columns: {_list(source.names)})")
+    reserved = {label, *ids}
+    if columns:
+        missing = [c for c in columns if c not in source.names]
+        if missing:
+            raise InputError(f"{where}: column(s) {_list(missing)} not found (columns: {_list(source.names)})")
+        clash = [c for c in columns if c in reserved]
+        if clash:
+            raise UsageError(f"column(s) {_list(clash)} cannot be both features and label/id")
+        bad = [c for c in columns if not source.numeric[c]]
+        if bad:
+            raise InputError(f"{where}: feature column(s) {_list(bad)} are not numeric")
+        features, skipped = list(columns), []
+    else:
+        rest = [c for c in source.names if c not in reserved]
+        features = [c for c in rest if source.numeric[c]]
+        skipped = [c for c in rest if not source.numeric[c]]
+    if not features:
+        raise InputError(f"{where}: no numeric feature columns selected (use --columns)")
+    return Selection(features, label, ids, skipped)
+
+
+def iter_chunks(
+    source: Source, sel: Selection, chunk_rows: int = 8192, on_nan: str = "error"
+) -> Iterator[Chunk]:
+    """Fixed-size chunks (the last may be shorter) of the selected columns."""
+    if on_nan not in NAN_POLICIES:
+        raise UsageError(f"--on-nan must be one of {', '.join(NAN_POLICIES)}")
+    names = sel.all
+    kw = {"float_columns": sel.features} if isinstance(source, CsvSource) else {}
+    pending: list[dict[str, np.ndarray]] = []
+    have = 0
+    in_row = 0  # rows read from the input
+    out_row = 0  # rows emitted
+    for batch in source.batches(names, chunk_rows, **kw):
+        pending.append(batch)
+        have += len(next(iter(batch.values()))) if batch else 0
+        while have >= chunk_rows:
+            merged = _concat(pending, names)
+            head = {n: a[:chunk_rows] for n, a in merged.items()}
+            pending = [{n: a[chunk_rows:] for n, a in merged.items()}]
+            have -= chunk_rows
+            chunk = _make_chunk(head, sel, in_row, out_row, on_nan, source.path)
+            in_row += chunk_rows
+            if len(chunk):
+                out_row += len(chunk)
+                yield chunk
+    if have:
+        chunk = _make_chunk(_concat(pending, names), sel, in_row, out_row, on_nan, source.path)
+        if len(chunk):
+            yield chunk
+
+
+def _concat(parts, names):
+    if len(parts) == 1:
+        return parts[0]
+    return {n: np.concatenate([p[n] for p in parts]) for n in names}
+
+
+def _make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, where: str) -> Chunk:
+    try:
+        X = np.column_stack([np.asarray(cols[c], dtype=np.float64) for c in sel.features])
+    except (TypeError, ValueError) as e:
+        raise InputError(f"{where}: feature columns are not numeric ({e})") from None
+    finite = np.isfinite(X)
+    label = cols[sel.label] if sel.label else None
+    ids = {i: cols[i] for i in sel.ids}
+    if not finite.all():
+        if on_nan == "error":
+            r, c = np.argwhere(~finite)[0]
+            raise InputError(
+                f"{where}: row {in_row + r}: column {sel.features[c]!r} is {X[r, c]} "
+                "(use --on-nan drop or --on-nan zero)"
+            )
+        if on_nan == "zero":
+            X[~finite] = 0.0
+        else:
+            keep = finite.all(axis=1)
+            X = X[keep]
+            label = label[keep] if label is not None else None
+            ids = {k: v[keep] for k, v in ids.items()}
+    if label is not None and label.dtype.kind == "f" and not np.isfinite(label).all():
+        r = int(np.argmin(np.isfinite(label)))
+        raise InputError(f"{where}: label column {sel.label!r} is missing/NaN at row {in_row + r}")
+    return Chunk(out_row, X, label, ids)
+
+
+def _to_numpy(col: pa.Array) -> np.ndarray:
+    t = col.type
+    if pa.types.is_null(t):
+        return np.full(len(col), np.nan)
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        if col.null_count:
+            return col.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        return col.to_numpy(zero_copy_only=False)
+    if pa.types.is_dictionary(t):
+        col = col.cast(t.value_type)
+    return np.asarray(col.cast(pa.string()).to_pylist(), dtype=object)
+
+
+def _list(names) -> str:
+    names = list(names)
+    s = ", ".join(names[:12])
+    return s + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

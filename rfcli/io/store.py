@@ -1,0 +1,337 @@
+"""Feature stores: bit-packed random-feature codes in a Zarr v3 group (SPEC section 5).
+
+Layout of a store ``S``::
+
+    S/zarr.json            group attributes["rfcli"]: format, version, encoder config,
+                           layout, label/id info, row count, completion marker
+    S/codes                uint8 (n, row_bytes), chunked by rows, zstd + crc32c
+    S/norms                float32 (n,)  ||Q(z)|| per row (normalized estimator)
+    S/row_scale            float32 (n,)  input row norms (only maps that need them)
+    S/label                the target column (int64 / float64 / int32 class codes)
+    S/ids/<name>           pass-through id columns
+    S/encoder/map/<array>  the map's drawn arrays (W, tau, ...)
+    S/encoder/preprocess/  standardization statistics
+
+A store is written into a sibling ``S.partial`` and renamed into place after the
+completion marker is set, so a store at ``S`` is complete unless something outside rfcli
+interfered; readers refuse stores without the marker.  Store chunk rows depend only on
+the row width, so codes are byte-identical whatever the reader's chunk size or threads.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import zarr
+from zarr.codecs import Crc32cCodec, ZstdCodec
+
+from rfcli._version import __version__
+from rfcli.encoder import EncodedChunk, Encoder
+from rfcli.errors import ConfigError, OutputError, StoreError
+from rfcli.registry import require
+
+FORMAT = "rfcli-feature-store"
+FORMAT_VERSION = 1
+ATTR = "rfcli"
+
+
+def store_chunk_rows(row_bytes: int) -> int:
+    """Rows per store chunk: about 4 MiB of codes, a power of two in [1024, 65536]."""
+    rows = max(1, (4 << 20) // max(row_bytes, 1))
+    return int(min(65536, max(1024, 1 << (rows.bit_length() - 1))))
+
+
+def _compressors():
+    return [ZstdCodec(level=3), Crc32cCodec()]
+
+
+def prepare_output(path: str, overwrite: bool) -> None:
+    if os.path.exists(path) and not overwrite:
+        raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise OutputError(f"{path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise OutputError(f"{path}: directory {parent} is not writable")
+
+
+class StoreWriter:
+    """Append encoded chunks in order; :meth:`close` marks the store complete."""
+
+    def __init__(
+        self,
+        path: str,
+        encoder: Encoder,
+        *,
+        label: str | None = None,
+        ids: list[str] | None = None,
+        source: dict[str, Any] | None = None,
+        overwrite: bool = False,
+    ):
+        prepare_output(path, overwrite)
+        self.path = path
+        self.tmp = path.rstrip("/") + ".partial"
+        if os.path.exists(self.tmp):
+            shutil.rmtree(self.tmp)
+        self.encoder = encoder
+        self.chunk_rows = store_chunk_rows(encoder.row_bytes)
+        self.label_name = label
+        self.id_names = list(ids or [])
+        self.classes: list | None = None
+        self._class_index: dict = {}
+        self.n_rows = 0
+        self._buf: list[tuple[EncodedChunk, np.ndarray | None, dict]] = []
+        self._buf_rows = 0
+        self._arrays: dict[str, zarr.Array] = {}
+        try:
+            self.group = zarr.open_group(self.tmp, mode="w")
+        except OSError as e:
+            raise OutputError(f"{self.tmp}: cannot create ({e})") from None
+        config, arrays = encoder.to_state()
+        for key, arr in arrays.items():
+            self.group.create_array(f"encoder/{key}", data=np.ascontiguousarray(arr))
+        rb = encoder.row_bytes
+        self._new("codes", (rb,), np.uint8, chunk_cols=rb)
+        self._new("norms", (), np.float32)
+        if encoder.fmap.uses_row_scale:
+            self._new("row_scale", (), np.float32)
+        self.meta = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "rfcli_version": __version__,
+            "encoder": config,
+            "encoder_arrays": sorted(arrays),
+            "fingerprint": encoder.fingerprint(),
+            "layout": {
+                "n_features": encoder.n_features,
+                "bits": encoder.quantizer.bits_per_feature,
+                "row_bytes": rb,
+                "codes": "float-le" if encoder.quantizer.kind == "none" else "packed-lsb0",
+                "chunk_rows": self.chunk_rows,
+            },
+            "label": None,
+            "ids": self.id_names,
+            "source": source or {},
+            "n_rows": 0,
+            "complete": False,
+        }
+        self.group.attrs[ATTR] = self.meta
+
+    def _new(self, name, tail_shape, dtype, chunk_cols=None):
+        shape = (0, *tail_shape)
+        chunks = (self.chunk_rows, *tail_shape)
+        self._arrays[name] = self.group.create_array(
+            name, shape=shape, chunks=chunks, dtype=dtype, compressors=_compressors(), fill_value=0 if dtype != str else ""
+        )
+
+    # -- labels and ids ------------------------------------------------------------------
+    def _label_values(self, label: np.ndarray) -> np.ndarray:
+        if "label" not in self._arrays:
+            if label.dtype == object:
+                kind, dtype = "category", np.int32
+                self.classes = []
+            elif label.dtype.kind in "iub":
+                kind, dtype = "int", np.int64
+            else:
+                kind, dtype = "float", np.float64
+            self._new("label", (), dtype)
+            self.meta["label"] = {"name": self.label_name, "kind": kind}
+        if self.classes is not None:
+            out = np.empty(len(label), dtype=np.int32)
+            for i, v in enumerate(label):
+                code = self._class_index.get(v)
+                if code is None:
+                    code = self._class_index[v] = len(self.classes)
+                    self.classes.append(v)
+                out[i] = code
+            return out
+        return label.astype(self._arrays["label"].dtype)
+
+    def _id_values(self, name: str, values: np.ndarray) -> np.ndarray:
+        key = f"ids/{name}"
+        if key not in self._arrays:
+            self._new(key, (), str if values.dtype == object else values.dtype)
+        dt = self._arrays[key].dtype
+        if values.dtype == object:
+            return np.asarray([str(v) for v in values], dtype=str) if dt != object else values
+        return values.astype(np.float64 if dt.kind == "f" else dt) if dt.kind in "iuf" else values.astype(str)
+
+    # -- writing -------------------------------------------------------------------------
+    def write(self, enc: EncodedChunk, label: np.ndarray | None = None, ids: dict | None = None) -> None:
+        if enc.row0 != self.n_rows + self._buf_rows:
+            raise RuntimeError(f"chunk starting at row {enc.row0} written out of order")
+        lab = self._label_values(label) if label is not None and self.label_name else None
+        idv = {k: self._id_values(k, v) for k, v in (ids or {}).items()}
+        self._buf.append((enc, lab, idv))
+        self._buf_rows += enc.packed.shape[0]
+        while self._buf_rows >= self.chunk_rows:
+            self._flush(self.chunk_rows)
+
+    def _flush(self, rows: int) -> None:
+        def cat(get):
+            return np.concatenate([get(b) for b in self._buf])
+
+        cols: dict[str, np.ndarray] = {
+            "codes": cat(lambda b: b[0].packed),
+            "norms": cat(lambda b: b[0].norms),
+        }
+        if "row_scale" in self._arrays:
+            cols["row_scale"] = cat(lambda b: b[0].row_scale)
+        if self._buf[0][1] is not None:
+            cols["label"] = cat(lambda b: b[1])
+        for k in self.id_names:
+            cols[f"ids/{k}"] = cat(lambda b, k=k: b[2][k])
+        start, stop = self.n_rows, self.n_rows + rows
+        rest = []
+        for name, data in cols.items():
+            arr = self._arrays[name]
+            arr.resize((stop, *arr.shape[1:]))
+            arr[start:stop] = data[:rows]
+        total = cols["codes"].shape[0]
+        if total > rows:
+            tail = EncodedChunk(
+                stop,
+                cols["codes"][rows:],
+                cols["norms"][rows:],
+                cols["row_scale"][rows:] if "row_scale" in cols else None,
+            )
+            rest = [(tail, cols["label"][rows:] if "label" in cols else None, {k: cols[f"ids/{k}"][rows:] for k in self.id_names})]
+        self._buf = rest
+        self._buf_rows = total - rows
+        self.n_rows = stop
+
+    @property
+    def rows_written(self) -> int:
+        return self.n_rows + self._buf_rows
+
+    def close(self) -> str:
+        """Flush, write the completion marker last, and move the store into place."""
+        if self._buf_rows:
+            self._flush(self._buf_rows)
+        if self.n_rows == 0:
+            self.abort()
+            raise StoreError(f"{self.path}: no rows to write (empty input)")
+        if self.meta["label"] is not None and self.classes is not None:
+            self.meta["label"]["classes"] = [str(c) for c in self.classes]
+        self.meta["n_rows"] = self.n_rows
+        self.meta["complete"] = True
+        self.group.attrs[ATTR] = self.meta
+        if os.path.exists(self.path):
+            old = self.path.rstrip("/") + ".old"
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(self.path, old)
+            os.replace(self.tmp, self.path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(self.tmp, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class FeatureStore:
+    """Read access to a store; refuses incomplete or unknown-version stores by default."""
+
+    def __init__(self, path: str, require_complete: bool = True):
+        self.path = path
+        if not os.path.isdir(path):
+            partial = path.rstrip("/") + ".partial"
+            hint = f" (an interrupted encode left {partial})" if os.path.isdir(partial) else ""
+            raise StoreError(f"{path}: no such store{hint}")
+        try:
+            self.group = zarr.open_group(path, mode="r")
+            meta = dict(self.group.attrs).get(ATTR)
+        except Exception as e:  # zarr raises many kinds on junk
+            raise StoreError(f"{path}: not a readable Zarr store ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise StoreError(f"{path}: not an rfcli feature store")
+        version = meta.get("format_version")
+        if version != FORMAT_VERSION:
+            raise StoreError(
+                f"{path}: store format version {version!r} is not supported by rfcli {__version__} "
+                f"(supports {FORMAT_VERSION})"
+            )
+        self.meta = meta
+        self.complete = bool(meta.get("complete"))
+        if require_complete and not self.complete:
+            raise StoreError(f"{path}: incomplete store (its encode did not finish); encode it again")
+        self.layout = require(meta, "layout", dict, f"{path} metadata")
+        self.n_rows = int(meta.get("n_rows", 0)) if self.complete else self.group["codes"].shape[0]
+        self._encoder: Encoder | None = None
+
+    @property
+    def encoder(self) -> Encoder:
+        if self._encoder is None:
+            arrays = {}
+            for key in self.meta.get("encoder_arrays", []):
+                try:
+                    arrays[key] = self.group[f"encoder/{key}"][...]
+                except KeyError:
+                    raise StoreError(f"{self.path}: encoder array {key!r} is missing") from None
+            try:
+                self._encoder = Encoder.from_state(self.meta["encoder"], arrays)
+            except ConfigError as e:
+                raise StoreError(f"{self.path}: bad metadata: {e}") from None
+            except KeyError:
+                raise StoreError(f"{self.path}: metadata has no encoder") from None
+        return self._encoder
+
+    @property
+    def n_features(self) -> int:
+        return int(self.layout["n_features"])
+
+    @property
+    def bits(self) -> int:
+        return int(self.layout["bits"])
+
+    @property
+    def label_info(self) -> dict | None:
+        return self.meta.get("label")
+
+    @property
+    def chunk_rows(self) -> int:
+        return int(self.layout.get("chunk_rows", 8192))
+
+    def iter_encoded(self, chunk_rows: int | None = None, start: int = 0, stop: int | None = None) -> Iterator[EncodedChunk]:
+        step = chunk_rows or self.chunk_rows
+        stop = self.n_rows if stop is None else min(stop, self.n_rows)
+        codes, norms = self.group["codes"], self.group["norms"]
+        scale = self.group["row_scale"] if "row_scale" in self.group else None
+        for r0 in range(start, stop, step):
+            r1 = min(r0 + step, stop)
+            try:
+                yield EncodedChunk(
+                    r0, codes[r0:r1], norms[r0:r1], scale[r0:r1] if scale is not None else None
+                )
+            except Exception as e:
+                if isinstance(e, StoreError):
+                    raise
+                raise StoreError(f"{self.path}: cannot read rows {r0}..{r1} ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+
+    def iter_features(self, normalized: bool = False, chunk_rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        enc = self.encoder
+        for ch in self.iter_encoded(chunk_rows):
+            yield ch.row0, enc.decode(ch.packed, ch.norms, ch.row_scale, normalized=normalized)
+
+    def labels(self, start: int = 0, stop: int | None = None) -> np.ndarray | None:
+        if self.label_info is None:
+            return None
+        return self.group["label"][start:stop]
+
+    def ids(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
+        return {k: self.group[f"ids/{k}"][start:stop] for k in self.meta.get("ids", [])}
+
+    def nbytes_on_disk(self) -> int:
+        total = 0
+        for root, _, files in os.walk(self.path):
+            total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+        return total
+
+    def codes_nbytes_on_disk(self) -> int:
+        p = os.path.join(self.path, "codes")
+        return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(p) for f in fs)

@@ -1,0 +1,89 @@
+"""Streaming writers for tables of decoded features or predictions: .npy, Parquet, CSV
+(``-`` is CSV on stdout).  Rows arrive in chunks; nothing is held whole."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from rfcli.errors import OutputError, UsageError
+
+OUTPUT_FORMATS = ("npy", "parquet", "csv")
+
+
+def output_format(path: str) -> str:
+    if path == "-":
+        return "csv"
+    low = path.lower()
+    for ext, fmt in ((".npy", "npy"), (".parquet", "parquet"), (".pq", "parquet"), (".csv", "csv")):
+        if low.endswith(ext):
+            return fmt
+    raise UsageError(f"{path}: output must end in .npy, .parquet or .csv (or be - for CSV on stdout)")
+
+
+def check_output_path(path: str, overwrite: bool) -> None:
+    if path == "-":
+        return
+    if os.path.exists(path) and not overwrite:
+        raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise OutputError(f"{path}: directory {parent} does not exist or is not writable")
+
+
+class TableWriter:
+    """Write chunks of named columns (1-D arrays) plus an optional float matrix
+    (columns ``prefix0..``) to npy (matrix only), Parquet or CSV."""
+
+    def __init__(self, path: str, n_rows: int, n_cols: int, overwrite: bool = False, prefix: str = "f"):
+        self.path = path
+        self.fmt = output_format(path)
+        check_output_path(path, overwrite)
+        self.n_cols, self.prefix = n_cols, prefix
+        self._pos = 0
+        self._writer = None
+        self._tmp = path + ".partial" if path != "-" else None
+        if self.fmt == "npy":
+            self._mm = np.lib.format.open_memmap(self._tmp, mode="w+", dtype=np.float32, shape=(n_rows, n_cols))
+
+    def write(self, matrix: np.ndarray | None, columns: dict[str, np.ndarray] | None = None) -> None:
+        if self.fmt == "npy":
+            self._mm[self._pos : self._pos + len(matrix)] = matrix
+            self._pos += len(matrix)
+            return
+        arrays, names = [], []
+        for k, v in (columns or {}).items():
+            arrays.append(pa.array(v if v.dtype != object else v.astype(str)))
+            names.append(k)
+        if matrix is not None:
+            for j in range(matrix.shape[1]):
+                arrays.append(pa.array(matrix[:, j]))
+                names.append(f"{self.prefix}{j}")
+        batch = pa.RecordBatch.from_arrays(arrays, names=names)
+        if self._writer is None:
+            if self.fmt == "parquet":
+                self._writer = pq.ParquetWriter(self._tmp, batch.schema, compression="zstd")
+            else:
+                sink = sys.stdout.buffer if self.path == "-" else self._tmp
+                self._writer = pacsv.CSVWriter(sink, batch.schema)
+        self._writer.write_batch(batch)
+
+    def close(self) -> None:
+        if self.fmt == "npy":
+            self._mm.flush()
+            del self._mm
+        elif self._writer is not None:
+            self._writer.close()
+        if self.path == "-":
+            sys.stdout.flush()
+        elif self._tmp and os.path.exists(self._tmp):
+            os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        if self._tmp and os.path.exists(self._tmp):
+            os.unlink(self._tmp)

@@ -1,0 +1,156 @@
+"""Feature-map base class.
+
+A map is configured in its constructor, draws its random arrays once in :meth:`fit`
+(from an explicit integer seed, into public attributes ending in ``_``) and transforms
+chunks with a few vectorized lines.  Its state is ``(config, arrays)``: a JSON-able dict
+with a ``kind`` plus named NumPy arrays, so stores and model files keep the drawn arrays
+themselves, not only the seed (SPEC section 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rfcli.errors import ConfigError
+from rfcli.registry import Registry, require
+
+MAPS = Registry("feature map")
+
+
+class FeatureMap:
+    """Base class of random-feature maps.
+
+    A map turns preprocessed rows ``X`` (n, d) into raw feature values ``z`` (n, m)
+    whose law is ``value_law``; the estimator's features are
+    ``F(x) = feature_scale * row_scale(x) * z(x)`` with ``row_scale`` 1 unless the map
+    says otherwise (arc-cosine order 1 stores the input row norm).
+    """
+
+    kind: str  # every constructor takes ``kind`` first (one class may serve several kinds)
+    #: law of raw values z, which decides the quantizers that apply
+    value_law: ClassVar[str] = "arcsine"
+    default_quantizer: ClassVar[str] = "lm"
+    uses_row_scale: ClassVar[bool] = False
+    #: names of the drawn/fitted arrays (attributes with a trailing underscore)
+    array_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, n_features: int, seed: int = 0):
+        self.n_features = int(n_features)
+        self.seed = int(seed)
+        self.n_inputs_: int | None = None
+
+    # -- fitting ----------------------------------------------------------------------
+    @property
+    def needs_sample(self) -> bool:
+        """True when fit() needs a sample of (preprocessed) rows, e.g. gamma='auto'."""
+        return False
+
+    def fit(self, n_inputs: int, sample: np.ndarray | None = None) -> FeatureMap:
+        raise NotImplementedError
+
+    @property
+    def fitted(self) -> bool:
+        return self.n_inputs_ is not None
+
+    def _check_fitted(self) -> None:
+        if not self.fitted:
+            raise RuntimeError(f"{type(self).__name__} is not fitted")
+
+    # -- transform --------------------------------------------------------------------
+    @property
+    def feature_scale(self) -> float:
+        return float(np.sqrt(2.0 / self.n_features))
+
+    def transform_raw(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Raw values ``z`` (float32, (n, m)) and the row scale (float32 (n,) or None)."""
+        raise NotImplementedError
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Full-precision features ``F(x)``, float32 (n, m): ``F(x).F(y)`` estimates k(x, y)."""
+        z, row_scale = self.transform_raw(X)
+        z *= np.float32(self.feature_scale)
+        if row_scale is not None:
+            z *= row_scale[:, None]
+        return z
+
+    def kernel(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """The exact kernel this map approximates, float64 (len(X), len(Y))."""
+        raise NotImplementedError
+
+    # -- state ------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """Constructor parameters besides n_features and seed (JSON types)."""
+        return {}
+
+    def fitted_params(self) -> dict[str, Any]:
+        """Scalars fitted in fit() (JSON types)."""
+        return {}
+
+    def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        self._check_fitted()
+        config = {
+            "kind": self.kind,
+            "n_features": self.n_features,
+            "seed": self.seed,
+            "n_inputs": self.n_inputs_,
+            **self.params(),
+            "fitted": self.fitted_params(),
+        }
+        arrays = {name.rstrip("_"): getattr(self, name) for name in self.array_names}
+        return config, arrays
+
+    @classmethod
+    def from_state(cls, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> FeatureMap:
+        kind = require(config, "kind", str, "map")
+        klass = MAPS.get(kind)
+        kwargs = {k: v for k, v in config.items() if k not in ("kind", "n_inputs", "fitted")}
+        try:
+            obj = klass(kind=kind, **kwargs)
+        except TypeError as e:
+            raise ConfigError(f"map {kind}: bad parameters ({e})") from None
+        obj.n_inputs_ = require(config, "n_inputs", int, "map")
+        obj._set_fitted(config.get("fitted", {}))
+        for name in klass.array_names:
+            key = name.rstrip("_")
+            if key not in arrays:
+                raise ConfigError(f"map {kind}: array {key!r} is missing")
+            setattr(obj, name, np.asarray(arrays[key]))
+        obj._check_arrays()
+        return obj
+
+    def _set_fitted(self, fitted: dict[str, Any]) -> None:
+        for k, v in fitted.items():
+            setattr(self, k + "_", v)
+
+    def _check_arrays(self) -> None:
+        """Validate loaded arrays' shapes (override where arrays exist)."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FeatureMap) or not (self.fitted and other.fitted):
+            return NotImplemented
+        c1, a1 = self.to_state()
+        c2, a2 = other.to_state()
+        return c1 == c2 and a1.keys() == a2.keys() and all(np.array_equal(a1[k], a2[k]) for k in a1)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def describe(self) -> str:
+        return self.kind
+
+
+def check_n_features(m: int) -> int:
+    from rfcli.errors import UsageError
+
+    if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
+        raise UsageError(f"the number of features m must be a positive integer, got {m!r}")
+    return int(m)
+
+
+def pairwise_sq_dists(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances, float64, clipped at 0."""
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    d = (X**2).sum(1)[:, None] + (Y**2).sum(1)[None, :] - 2.0 * X @ Y.T
+    return np.maximum(d, 0.0)

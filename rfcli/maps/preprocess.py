@@ -1,0 +1,97 @@
+"""Row preprocessing fitted on the training input and stored with the map (SPEC 1.1).
+
+* ``standardize``: column z-scores ``(x - mean) / std`` (std of 0 is treated as 1),
+  statistics accumulated in float64 over the whole training input in one streaming pass
+  (Chan et al. pairwise update, independent of how the input is chunked up to round-off
+  in the last bits).
+* ``normalize_rows``: each row scaled to unit L2 norm (seed 000's "instance
+  normalization"); applied after standardization when both are asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rfcli.errors import ConfigError
+from rfcli.registry import require
+
+
+class ColumnStats:
+    """Streaming count, mean and sum of squared deviations per column (float64)."""
+
+    def __init__(self, d: int):
+        self.n = 0
+        self.mean = np.zeros(d)
+        self.m2 = np.zeros(d)
+
+    def update(self, X: np.ndarray) -> None:
+        X = np.asarray(X, dtype=np.float64)
+        nb = X.shape[0]
+        if nb == 0:
+            return
+        mb = X.mean(axis=0)
+        m2b = ((X - mb) ** 2).sum(axis=0)
+        n = self.n + nb
+        delta = mb - self.mean
+        self.mean = self.mean + delta * (nb / n)
+        self.m2 = self.m2 + m2b + delta**2 * (self.n * nb / n)
+        self.n = n
+
+    @property
+    def std(self) -> np.ndarray:
+        return np.sqrt(self.m2 / max(self.n, 1))
+
+
+class Preprocessor:
+    """Standardization and/or row normalization; identity when both are off."""
+
+    def __init__(self, standardize: bool = False, normalize_rows: bool = False):
+        self.standardize = bool(standardize)
+        self.normalize_rows = bool(normalize_rows)
+        self.mean_: np.ndarray | None = None
+        self.scale_: np.ndarray | None = None
+
+    @property
+    def needs_stats(self) -> bool:
+        return self.standardize
+
+    def fit_stats(self, stats: ColumnStats) -> Preprocessor:
+        if self.standardize:
+            std = stats.std
+            self.mean_ = stats.mean.copy()
+            self.scale_ = np.where(std > 0, std, 1.0)
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        X = np.array(X, dtype=np.float64, copy=True)
+        if self.standardize:
+            X -= self.mean_
+            X /= self.scale_
+        if self.normalize_rows:
+            n = np.linalg.norm(X, axis=1)
+            X /= np.where(n > 0, n, 1.0)[:, None]
+        return X
+
+    def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        config = {"standardize": self.standardize, "normalize_rows": self.normalize_rows}
+        arrays = {"mean": self.mean_, "scale": self.scale_} if self.standardize else {}
+        return config, arrays
+
+    @classmethod
+    def from_state(cls, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> Preprocessor:
+        p = cls(
+            standardize=require(config, "standardize", bool, "preprocess"),
+            normalize_rows=require(config, "normalize_rows", bool, "preprocess"),
+        )
+        if p.standardize:
+            if "mean" not in arrays or "scale" not in arrays:
+                raise ConfigError("preprocess: standardize needs arrays 'mean' and 'scale'")
+            p.mean_ = np.asarray(arrays["mean"], dtype=np.float64)
+            p.scale_ = np.asarray(arrays["scale"], dtype=np.float64)
+        return p
+
+    def describe(self) -> str:
+        parts = [n for n, on in (("standardize", self.standardize), ("normalize-rows", self.normalize_rows)) if on]
+        return ", ".join(parts) or "none"

@@ -1,0 +1,285 @@
+"""Orchestration of the encode job: fit pass (when needed), then the chunk loop with a
+thread pool (NumPy releases the GIL in GEMM, cos and packing), ordered writes and progress.
+
+The per-chunk work is :meth:`rfcli.encoder.Encoder.encode_chunk`; this module only
+schedules it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from rfcli.encoder import Encoder
+from rfcli.errors import InputError, UsageError
+from rfcli.io.readers import Selection, Source, iter_chunks, open_source, select_columns
+from rfcli.io.store import FeatureStore, StoreWriter
+from rfcli.maps import ColumnStats, Preprocessor, make_map
+from rfcli.quantize import Quantizer, make_quantizer
+from rfcli.random import keyed_uniform
+
+
+class ProgressTask(Protocol):
+    def advance(self, n: int) -> None: ...
+
+
+class Progress(Protocol):
+    def task(self, description: str, total: int | None) -> AbstractContextManager[ProgressTask]: ...
+
+
+class _NullTask:
+    def advance(self, n: int) -> None:
+        pass
+
+
+class NullProgress:
+    def task(self, description, total):
+        return nullcontext(_NullTask())
+
+
+@dataclass
+class EncodeSettings:
+    """What ``rfcli encode`` asks for (ignored when encoding ``like`` another store)."""
+
+    kernel: str = "gaussian"
+    n_features: int = 1024
+    bits: int | None = None  # default: 2 for table quantizers, 1 for sign/binary, 32 for none
+    quantizer: str | None = None  # default: the map's
+    quantizer_config: dict[str, Any] | None = None  # from --quantizer-file
+    gamma: float | str = "auto"
+    seed: int = 0
+    normalize_rows: bool = False
+    standardize: bool = False
+    sample_rows: int = 1000  # rows for the median heuristic
+
+
+@dataclass
+class ReadSettings:
+    columns: list[str] | None = None
+    label: str | None = None
+    ids: list[str] = field(default_factory=list)
+    fmt: str | None = None
+    chunk_rows: int = 8192
+    on_nan: str = "error"
+
+
+@dataclass
+class EncodeResult:
+    path: str
+    n_rows: int
+    seconds: float
+    encoder: Encoder
+    skipped_columns: list[str]
+    fit_seconds: float = 0.0
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.n_rows / self.seconds if self.seconds > 0 else float("inf")
+
+
+def default_bits(kind: str) -> int:
+    return {"none": 32, "sign": 1, "binary": 1}.get(kind, 2)
+
+
+def build_quantizer(settings: EncodeSettings, default_kind: str) -> Quantizer:
+    if settings.quantizer_config is not None:
+        q = Quantizer.from_config(settings.quantizer_config)
+        if settings.quantizer and settings.quantizer != q.kind:
+            raise UsageError(f"--quantizer {settings.quantizer} contradicts the quantizer file ({q.kind})")
+        if settings.bits is not None and settings.bits != q.bits:
+            raise UsageError(f"-b {settings.bits} does not match the quantizer file ({q.bits} bits)")
+        return q
+    kind = settings.quantizer or default_kind
+    bits = settings.bits if settings.bits is not None else default_bits(kind)
+    return make_quantizer(kind, bits, seed=settings.seed)
+
+
+class _BottomK:
+    """The k rows with the smallest hash of (seed, row index): a uniform row sample that
+    does not depend on chunking."""
+
+    def __init__(self, k: int, seed: int):
+        self.k, self.seed = k, seed
+        self.keys = np.empty(0)
+        self.rows = None
+
+    def update(self, row0: int, X: np.ndarray) -> None:
+        keys = keyed_uniform(self.seed, np.arange(row0, row0 + len(X)), 1)[:, 0]
+        allk = np.concatenate((self.keys, keys))
+        allx = X if self.rows is None else np.concatenate((self.rows, X))
+        if len(allk) > self.k:
+            idx = np.argpartition(allk, self.k - 1)[: self.k]
+            allk, allx = allk[idx], allx[idx]
+        order = np.argsort(allk, kind="stable")
+        self.keys, self.rows = allk[order], allx[order]
+
+
+def fit_encoder(
+    source: Source, sel: Selection, settings: EncodeSettings, read: ReadSettings, progress: Progress
+) -> Encoder:
+    """Build the encoder; one pass over the input when standardization or gamma='auto' need it."""
+    fmap = make_map(settings.kernel, settings.n_features, gamma=settings.gamma, seed=settings.seed)
+    pre = Preprocessor(standardize=settings.standardize, normalize_rows=settings.normalize_rows)
+    quantizer = build_quantizer(settings, fmap.default_quantizer)
+    d = len(sel.features)
+    if pre.needs_stats or fmap.needs_sample:
+        stats = ColumnStats(d)
+        sample = _BottomK(settings.sample_rows, settings.seed)
+        n = 0
+        with progress.task("fitting (pass 1/2)", source.num_rows) as t:
+            for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
+                stats.update(ch.X)
+                sample.update(ch.row0, ch.X)
+                n += len(ch)
+                t.advance(len(ch))
+        if n == 0:
+            raise InputError(f"{source.path}: no rows")
+        pre.fit_stats(stats)
+        fmap.fit(d, pre.transform(sample.rows) if fmap.needs_sample else None)
+    else:
+        fmap.fit(d)
+    return Encoder(columns=list(sel.features), preprocess=pre, fmap=fmap, quantizer=quantizer)
+
+
+def default_output(path: str) -> str:
+    if path == "-":
+        raise UsageError("reading from stdin: give the output store with -o")
+    base = path.rstrip("/")
+    for ext in (".parquet", ".pq", ".csv.gz", ".csv", ".tsv", ".txt", ".zarr"):
+        if base.lower().endswith(ext):
+            base = base[: -len(ext)]
+            break
+    return base + ".rff.zarr"
+
+
+def encode(
+    input_path: str,
+    output: str | None = None,
+    settings: EncodeSettings | None = None,
+    read: ReadSettings | None = None,
+    *,
+    like: str | None = None,
+    threads: int | None = None,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> EncodeResult:
+    """Encode ``input_path`` (Parquet/CSV/Zarr, ``-`` for stdin CSV) into a store.
+
+    With ``like``, the map, preprocessing and quantizer of that store are reused (how a
+    test set is encoded); otherwise they are built from ``settings`` and fitted on the input.
+    """
+    settings = settings or EncodeSettings()
+    read = read or ReadSettings()
+    progress = progress or NullProgress()
+    threads = threads or min(4, os.cpu_count() or 1)
+    if threads < 1:
+        raise UsageError(f"--threads must be >= 1, got {threads}")
+    if read.chunk_rows < 1:
+        raise UsageError(f"--chunk-rows must be >= 1, got {read.chunk_rows}")
+    output = output or default_output(input_path)
+    from rfcli.io.store import prepare_output
+
+    prepare_output(output, overwrite)
+    t0 = time.perf_counter()
+    needs_pass = like is None and (
+        settings.standardize
+        or make_map(settings.kernel, settings.n_features, settings.gamma, settings.seed).needs_sample
+    )
+    source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
+    try:
+        if like is not None:
+            ref = FeatureStore(like)
+            encoder = ref.encoder
+            missing = [c for c in encoder.columns if c not in source.names]
+            if missing:
+                raise InputError(
+                    f"{input_path}: column(s) {', '.join(missing[:8])} of the store {like} are missing from the input"
+                )
+            ref_label = (ref.label_info or {}).get("name")
+            label = read.label or (ref_label if ref_label in source.names else None)
+            ids = read.ids or [i for i in ref.meta.get("ids", []) if i in source.names]
+            sel = select_columns(source, encoder.columns, label, ids)
+        else:
+            sel = select_columns(source, read.columns, read.label, read.ids)
+            encoder = fit_encoder(source, sel, settings, read, progress)
+        t_fit = time.perf_counter() - t0
+        writer = StoreWriter(
+            output,
+            encoder,
+            label=sel.label,
+            ids=sel.ids,
+            source={"path": os.path.basename(input_path), "columns": sel.features},
+            overwrite=overwrite,
+        )
+        try:
+            _encode_loop(source, sel, read, encoder, writer, threads, progress)
+            if writer.rows_written == 0:
+                raise InputError(f"{input_path}: no rows to encode (empty input)")
+            path = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+    finally:
+        source.close()
+    return EncodeResult(path, writer.n_rows, time.perf_counter() - t0, encoder, sel.skipped, t_fit)
+
+
+def _encode_loop(source, sel, read, encoder, writer, threads, progress) -> None:
+    with progress.task("encoding", source.num_rows) as task, ThreadPoolExecutor(threads) as pool:
+        pending: deque = deque()
+
+        def drain(limit: int) -> None:
+            while len(pending) > limit:
+                fut, ch = pending.popleft()
+                writer.write(fut.result(), ch.label, ch.ids)
+                task.advance(len(ch))
+
+        for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
+            pending.append((pool.submit(encoder.encode_chunk, ch.X, ch.row0), ch))
+            drain(2 * threads)
+        drain(0)
+
+
+def decode(
+    store_path: str,
+    output: str,
+    *,
+    normalized: bool = False,
+    chunk_rows: int | None = None,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> int:
+    """Write a store's decoded features (plain or normalized) to .npy/Parquet/CSV; returns rows."""
+    from rfcli.io.writers import TableWriter
+
+    store = FeatureStore(store_path)
+    progress = progress or NullProgress()
+    writer = TableWriter(output, store.n_rows, store.n_features, overwrite=overwrite)
+    label = (store.label_info or {}).get("name")
+    try:
+        with progress.task("decoding", store.n_rows) as task:
+            for row0, F in store.iter_features(normalized=normalized, chunk_rows=chunk_rows):
+                r1 = row0 + len(F)
+                cols = dict(store.ids(row0, r1))
+                if label:
+                    cols[label] = _label_values(store, row0, r1)
+                writer.write(F, cols)
+                task.advance(len(F))
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return store.n_rows
+
+
+def _label_values(store: FeatureStore, start: int, stop: int) -> np.ndarray:
+    lab = store.labels(start, stop)
+    classes = (store.label_info or {}).get("classes")
+    return np.asarray(classes, dtype=object)[lab] if classes is not None else lab

@@ -1,0 +1,139 @@
+"""Quantizers: b-bit scalar quantizers with borders and reconstruction levels (SPEC 2).
+
+A quantizer turns raw feature values ``z`` (an (n, m) float32 chunk) into packed rows of
+bytes and back.  Every quantizer round-trips through a JSON config with a ``kind``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rfcli.errors import ConfigError, UsageError
+from rfcli.quantize.packing import byte_lookup_table, pack_codes, packed_row_bytes, unpack_codes
+from rfcli.registry import Registry, require
+
+QUANTIZERS = Registry("quantizer")
+
+
+class Quantizer:
+    """Base: a table quantizer, ``code = #{borders < z}``, ``Q(z) = levels[code]``.
+
+    Attributes
+    ----------
+    bits : int           bits per feature (1..8)
+    borders : (2**b - 1,) float64, increasing interior borders
+    levels : (2**b,) float64, increasing reconstruction levels
+    """
+
+    kind: ClassVar[str]
+    #: value laws of maps this quantizer is designed for (see FeatureMap.value_law)
+    laws: ClassVar[tuple[str, ...]] = ("arcsine",)
+    stochastic: ClassVar[bool] = False
+
+    def __init__(self, bits: int, borders: np.ndarray, levels: np.ndarray):
+        self.bits = int(bits)
+        self.borders = np.asarray(borders, dtype=np.float64)
+        self.levels = np.asarray(levels, dtype=np.float64)
+        self._validate()
+        self._borders32 = self.borders.astype(np.float32)
+        self._levels32 = self.levels.astype(np.float32)
+        self._sq_levels = self.levels**2
+        self._lut = byte_lookup_table(self.levels, self.bits)
+
+    # -- construction ---------------------------------------------------------------
+    @classmethod
+    def design(cls, bits: int) -> Quantizer:
+        """Build the quantizer of this kind for ``bits`` bits."""
+        raise NotImplementedError
+
+    def _validate(self) -> None:
+        b, M = self.bits, 2**self.bits
+        if not 1 <= b <= 8:
+            raise ConfigError(f"quantizer {self.kind}: bits must be in 1..8, got {b}")
+        if self.borders.shape != (M - 1,) or self.levels.shape != (M,):
+            raise ConfigError(
+                f"quantizer {self.kind}: {b} bits needs {M - 1} borders and {M} levels, "
+                f"got {self.borders.size} and {self.levels.size}"
+            )
+        if not (np.all(np.isfinite(self.borders)) and np.all(np.isfinite(self.levels))):
+            raise ConfigError(f"quantizer {self.kind}: borders and levels must be finite")
+        if np.any(np.diff(self.borders) <= 0) or np.any(np.diff(self.levels) < 0):
+            raise ConfigError(f"quantizer {self.kind}: borders/levels must be increasing")
+
+    # -- config ---------------------------------------------------------------------
+    def to_config(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "bits": self.bits,
+            "borders": self.borders.tolist(),
+            "levels": self.levels.tolist(),
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Quantizer:
+        kind = require(config, "kind", str, "quantizer")
+        klass = QUANTIZERS.get(kind)
+        return klass._from_config(config)
+
+    @classmethod
+    def _from_config(cls, config: dict[str, Any]) -> Quantizer:
+        bits = require(config, "bits", int, "quantizer")
+        borders = require(config, "borders", list, "quantizer")
+        levels = require(config, "levels", list, "quantizer")
+        try:
+            return cls(bits, np.array(borders, dtype=float), np.array(levels, dtype=float))
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"quantizer {cls.kind}: borders/levels must be numbers ({e})") from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Quantizer) and self.to_config() == other.to_config()
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.bits, self.borders.tobytes()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(bits={self.bits})"
+
+    # -- storage --------------------------------------------------------------------
+    @property
+    def bits_per_feature(self) -> int:
+        return self.bits
+
+    def row_bytes(self, n_features: int) -> int:
+        return packed_row_bytes(n_features, self.bits)
+
+    # -- the hot path ---------------------------------------------------------------
+    def codes(self, z: np.ndarray, row0: int = 0) -> np.ndarray:
+        """Codes (uint8, same shape as z).  ``z <= t_i`` falls in the lower cell.
+        ``row0`` (global index of z's first row) only matters for stochastic kinds."""
+        return np.searchsorted(self._borders32, z.astype(np.float32, copy=False), side="left").astype(
+            np.uint8
+        )
+
+    def encode_rows(self, z: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Quantize and pack a chunk: ``(packed uint8 (n, row_bytes), norms float32 (n,))``,
+        norms being ``||Q(z)||`` per row (the normalized estimator's denominators)."""
+        codes = self.codes(z, row0)
+        norms = np.sqrt(self._sq_levels[codes].sum(axis=1)).astype(np.float32)
+        return pack_codes(codes, self.bits), norms
+
+    def decode_rows(self, packed: np.ndarray, n_features: int) -> np.ndarray:
+        """Unpack and decode: float32 (n, n_features) reconstruction levels ``Q(z)``."""
+        if self._lut is not None:
+            if packed.shape[1] != self.row_bytes(n_features):
+                raise ValueError("packed row width does not match the quantizer")
+            return self._lut[packed].reshape(packed.shape[0], -1)[:, :n_features]
+        return self._levels32[unpack_codes(packed, self.bits, n_features)]
+
+
+def check_bits(bits: int, lo: int = 1, hi: int = 8) -> int:
+    if isinstance(bits, bool) or not isinstance(bits, int) or not lo <= bits <= hi:
+        raise UsageError(f"bits must be an integer in {lo}..{hi}, got {bits!r}")
+    return bits
+
+
+def log2_int(n: int) -> int:
+    return int(math.log2(n))

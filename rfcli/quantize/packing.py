@@ -1,0 +1,92 @@
+"""Bit packing of b-bit codes along the feature axis, pure NumPy (SPEC section 5).
+
+Layout: feature j's code occupies bits [j*b, (j+1)*b) of the row's bit string, bit 0
+being the least significant bit of byte 0; codes straddle bytes when b does not divide 8.
+Implementation: 8 consecutive features form a group of exactly b bytes; a group is
+assembled in a little-endian uint64 and its low b bytes are kept.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SHIFTS = {b: (np.arange(8, dtype=np.uint64) * np.uint64(b)) for b in range(1, 9)}
+
+
+def packed_row_bytes(n_features: int, bits: int) -> int:
+    """Bytes per row: ``ceil(m*b/8)``."""
+    return -(-n_features * bits // 8)
+
+
+def _check_bits(bits: int) -> None:
+    if not 1 <= bits <= 8:
+        raise ValueError(f"bits must be in 1..8, got {bits}")
+
+
+def pack_codes(codes: np.ndarray, bits: int) -> np.ndarray:
+    """Pack a (n, m) array of codes < 2**bits into a (n, ceil(m*bits/8)) uint8 array."""
+    _check_bits(bits)
+    codes = np.asarray(codes, dtype=np.uint8)
+    n, m = codes.shape
+    nbytes = packed_row_bytes(m, bits)
+    if bits == 8:
+        return np.ascontiguousarray(codes)
+    if bits == 1:
+        return np.packbits(codes, axis=1, bitorder="little")
+    if 8 % bits == 0:  # 2 or 4: whole codes per byte, shift-or in uint8
+        per = 8 // bits
+        g = -(-m // per)
+        if g * per != m:
+            codes = np.pad(codes, ((0, 0), (0, g * per - m)))
+        c = codes.reshape(n, g, per)
+        out = c[:, :, 0].copy()
+        for k in range(1, per):
+            out |= c[:, :, k] << np.uint8(k * bits)
+        return out
+    g = -(-m // 8)
+    if g * 8 != m:
+        codes = np.pad(codes, ((0, 0), (0, g * 8 - m)))
+    words = np.bitwise_or.reduce(codes.reshape(n, g, 8).astype(np.uint64) << _SHIFTS[bits], axis=2)
+    as_bytes = words.astype("<u8").view(np.uint8).reshape(n, g, 8)[:, :, :bits]
+    return np.ascontiguousarray(as_bytes.reshape(n, g * bits)[:, :nbytes])
+
+
+def unpack_codes(packed: np.ndarray, bits: int, n_features: int) -> np.ndarray:
+    """Inverse of :func:`pack_codes`: a (n, n_features) uint8 array of codes."""
+    _check_bits(bits)
+    packed = np.asarray(packed, dtype=np.uint8)
+    n = packed.shape[0]
+    m = n_features
+    if packed.shape[1] != packed_row_bytes(m, bits):
+        raise ValueError(
+            f"packed rows have {packed.shape[1]} bytes, expected {packed_row_bytes(m, bits)}"
+        )
+    if bits == 8:
+        return packed.copy()
+    if bits == 1:
+        return np.unpackbits(packed, axis=1, count=m, bitorder="little")
+    if 8 % bits == 0:
+        per = 8 // bits
+        mask = np.uint8((1 << bits) - 1)
+        shifts = (np.arange(per, dtype=np.uint8) * np.uint8(bits))[None, None, :]
+        return ((packed[:, :, None] >> shifts) & mask).reshape(n, -1)[:, :m]
+    g = -(-m // 8)
+    buf = np.zeros((n, g, 8), dtype=np.uint8)
+    flat = np.zeros((n, g * bits), dtype=np.uint8)
+    flat[:, : packed.shape[1]] = packed
+    buf[:, :, :bits] = flat.reshape(n, g, bits)
+    words = buf.view("<u8").reshape(n, g)
+    mask = np.uint64((1 << bits) - 1)
+    codes = (words[:, :, None] >> _SHIFTS[bits]) & mask
+    return codes.astype(np.uint8).reshape(n, g * 8)[:, :m]
+
+
+def byte_lookup_table(levels: np.ndarray, bits: int) -> np.ndarray | None:
+    """For b in {1, 2, 4, 8}: a (256, 8//b) float32 table mapping a packed byte to the
+    levels of the codes it holds, so decoding is one gather.  None for other b."""
+    if 8 % bits:
+        return None
+    per = 8 // bits
+    byte = np.arange(256, dtype=np.uint8)[:, None]
+    codes = (byte >> (np.arange(per, dtype=np.uint8) * np.uint8(bits))) & np.uint8((1 << bits) - 1)
+    return np.asarray(levels, dtype=np.float32)[codes]
