@@ -19,6 +19,10 @@ from rfcli.quantize import Quantizer
 from rfcli.registry import require
 
 
+#: rows per encode block (see Encoder.encode_chunk); part of the reproducibility contract
+BLOCK_ROWS = 256
+
+
 @dataclass
 class EncodedChunk:
     row0: int
@@ -46,8 +50,36 @@ class Encoder:
         return self.quantizer.row_bytes(self.n_features)
 
     def encode_chunk(self, X: np.ndarray, row0: int) -> EncodedChunk:
-        z, row_scale = self.fmap.transform_raw(self.preprocess.transform(X))
-        packed, norms = self.quantizer.encode_rows(z, row0)
+        """Encode rows ``row0 .. row0+len(X)`` (global indices).
+
+        The work is done in blocks of :data:`BLOCK_ROWS` rows aligned to global row
+        indices (partial blocks zero-padded), so every row goes through exactly the same
+        GEMM/cos/quantize calls at the same position whatever the chunking or threads:
+        codes are byte-identical for any chunk size.  Blocks also keep the float features
+        cache-resident between the map and the packer.
+        """
+        Xp = self.preprocess.transform(X)
+        n, R = Xp.shape[0], BLOCK_ROWS
+        packed = np.empty((n, self.row_bytes), dtype=np.uint8)
+        norms = np.empty(n, dtype=np.float32)
+        row_scale = np.empty(n, dtype=np.float32) if self.fmap.uses_row_scale else None
+        pad = None
+        for b0 in range(row0 - row0 % R, row0 + n, R):
+            lo, hi = max(b0, row0), min(b0 + R, row0 + n)
+            if hi - lo == R:
+                block = Xp[lo - row0 : hi - row0]
+            else:
+                if pad is None:
+                    pad = np.zeros((R, Xp.shape[1]), dtype=Xp.dtype)
+                pad[:] = 0
+                pad[lo - b0 : hi - b0] = Xp[lo - row0 : hi - row0]
+                block = pad
+            z, rs = self.fmap.transform_raw(block)
+            p, nr = self.quantizer.encode_rows(z[lo - b0 : hi - b0], lo)
+            packed[lo - row0 : hi - row0] = p
+            norms[lo - row0 : hi - row0] = nr
+            if row_scale is not None:
+                row_scale[lo - row0 : hi - row0] = rs[lo - b0 : hi - b0]
         return EncodedChunk(row0, packed, norms, row_scale)
 
     def decode(

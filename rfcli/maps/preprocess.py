@@ -1,9 +1,8 @@
 """Row preprocessing fitted on the training input and stored with the map (SPEC 1.1).
 
 * ``standardize``: column z-scores ``(x - mean) / std`` (std of 0 is treated as 1),
-  statistics accumulated in float64 over the whole training input in one streaming pass
-  (Chan et al. pairwise update, independent of how the input is chunked up to round-off
-  in the last bits).
+  statistics accumulated in float64 over the whole training input in one streaming pass,
+  bit-identical whatever the chunk size (see :class:`ColumnStats`).
 * ``normalize_rows``: each row scaled to unit L2 norm (seed 000's "instance
   normalization"); applied after standardization when both are asked for.
 """
@@ -19,25 +18,48 @@ from rfcli.registry import require
 
 
 class ColumnStats:
-    """Streaming count, mean and sum of squared deviations per column (float64)."""
+    """Streaming count, mean and sum of squared deviations per column (float64).
 
-    def __init__(self, d: int):
+    Rows are grouped into fixed blocks of ``block`` consecutive rows; each block's mean and
+    M2 are merged in order (Chan et al.'s pairwise update).  The blocks do not depend on
+    how the input was chunked, so the statistics are bit-identical for any chunk size.
+    """
+
+    def __init__(self, d: int, block: int = 4096):
+        self.block = block
         self.n = 0
         self.mean = np.zeros(d)
         self.m2 = np.zeros(d)
+        self._pending: list[np.ndarray] = []
+        self._pending_rows = 0
 
     def update(self, X: np.ndarray) -> None:
         X = np.asarray(X, dtype=np.float64)
-        nb = X.shape[0]
-        if nb == 0:
+        while len(X):
+            take = min(len(X), self.block - self._pending_rows)
+            self._pending.append(X[:take])
+            self._pending_rows += take
+            X = X[take:]
+            if self._pending_rows == self.block:
+                self._merge_pending()
+
+    def _merge_pending(self) -> None:
+        if not self._pending_rows:
             return
-        mb = X.mean(axis=0)
-        m2b = ((X - mb) ** 2).sum(axis=0)
+        B = np.concatenate(self._pending)
+        self._pending, self._pending_rows = [], 0
+        nb = B.shape[0]
+        mb = B.mean(axis=0)
+        m2b = ((B - mb) ** 2).sum(axis=0)
         n = self.n + nb
         delta = mb - self.mean
         self.mean = self.mean + delta * (nb / n)
         self.m2 = self.m2 + m2b + delta**2 * (self.n * nb / n)
         self.n = n
+
+    def finish(self) -> ColumnStats:
+        self._merge_pending()
+        return self
 
     @property
     def std(self) -> np.ndarray:
@@ -59,6 +81,7 @@ class Preprocessor:
 
     def fit_stats(self, stats: ColumnStats) -> Preprocessor:
         if self.standardize:
+            stats.finish()
             std = stats.std
             self.mean_ = stats.mean.copy()
             self.scale_ = np.where(std > 0, std, 1.0)

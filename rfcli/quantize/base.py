@@ -125,7 +125,9 @@ class Quantizer:
         if self._lut is not None:
             if packed.shape[1] != self.row_bytes(n_features):
                 raise ValueError("packed row width does not match the quantizer")
-            return self._lut[packed].reshape(packed.shape[0], -1)[:, :n_features]
+            return self._lut[packed].reshape(packed.shape[0], self._lut.shape[1] * packed.shape[1])[
+                :, :n_features
+            ]
         return self._levels32[unpack_codes(packed, self.bits, n_features)]
 
 

@@ -69,7 +69,7 @@ def unpack_codes(packed: np.ndarray, bits: int, n_features: int) -> np.ndarray:
         per = 8 // bits
         mask = np.uint8((1 << bits) - 1)
         shifts = (np.arange(per, dtype=np.uint8) * np.uint8(bits))[None, None, :]
-        return ((packed[:, :, None] >> shifts) & mask).reshape(n, -1)[:, :m]
+        return ((packed[:, :, None] >> shifts) & mask).reshape(n, packed.shape[1] * per)[:, :m]
     g = -(-m // 8)
     buf = np.zeros((n, g, 8), dtype=np.uint8)
     flat = np.zeros((n, g * bits), dtype=np.uint8)

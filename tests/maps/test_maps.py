@@ -1,0 +1,140 @@
+"""Each map's kernel estimate against independently written exact kernels.
+
+Tolerances come from the estimator's variance: for each pair, the m products
+``m F_i(x) F_i(y)`` are iid with mean k(x, y), so ``(K_hat - K) / sqrt(s^2/m)`` is
+approximately standard normal (s^2 their sample variance).
+"""
+
+import numpy as np
+import pytest
+from scipy.special import gamma as gamma_fn
+from scipy.special import kv
+
+from rfcli.errors import ConfigError, UsageError
+from rfcli.maps import FeatureMap, make_map
+from tests.conftest import letter_matrix
+
+
+def unit_rows(n=10):
+    X = letter_matrix(200)[::20][:n]
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def ref_kernel(kind, X, gamma):
+    diff = X[:, None, :] - X[None, :, :]
+    r2 = (diff**2).sum(-1)
+    if kind == "gaussian":
+        return np.exp(-gamma * r2)
+    if kind == "laplacian":
+        return np.exp(-gamma * np.abs(diff).sum(-1))
+    if kind.startswith("matern"):
+        nu = {"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}[kind]
+        ell = 1 / np.sqrt(2 * gamma)
+        t = np.sqrt(2 * nu) * np.sqrt(r2) / ell
+        with np.errstate(invalid="ignore"):
+            k = 2 ** (1 - nu) / gamma_fn(nu) * t**nu * kv(nu, t)
+        return np.where(t == 0, 1.0, k)
+    norms = np.linalg.norm(X, axis=1)
+    cos = np.clip(X @ X.T / np.outer(norms, norms), -1, 1)
+    th = np.arccos(cos)
+    if kind == "arccos0":
+        return 1 - th / np.pi
+    return np.outer(norms, norms) * (np.sin(th) + (np.pi - th) * np.cos(th)) / np.pi
+
+
+KINDS = ["gaussian", "laplacian", "matern12", "matern32", "matern52", "arccos0", "arccos1"]
+
+
+def sample_rows():
+    """Rows with kernel values spread over (0, 1): 12 letter rows, centred and scaled."""
+    X = letter_matrix(240)[::20]
+    X = (X - X.mean(0)) / X.std(0).mean()
+    return X / np.sqrt(X.shape[1]) * 1.5
+
+
+def estimates(kind, m, seeds, gamma=1.0):
+    """Kernel estimates over independent seeds: (len(seeds), n_pairs), and the exact values."""
+    X = sample_rows()
+    K = ref_kernel(kind, X, gamma)
+    iu = np.triu_indices(len(X))
+    out = []
+    for seed in seeds:
+        fmap = make_map(kind, m, gamma=gamma, seed=seed).fit(X.shape[1])
+        F = fmap.transform(X).astype(np.float64)
+        out.append((F @ F.T)[iu])
+    np.testing.assert_allclose(fmap.kernel(X, X), K, rtol=1e-7, atol=1e-10)
+    return np.array(out), K[iu]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kernel_estimate_unbiased_within_variance(kind):
+    # 20 independent maps of m=1000: per pair, t = (mean - k) / (sd / sqrt(20)) ~ t_19
+    est, K = estimates(kind, 1000, range(20))
+    t = (est.mean(0) - K) / (est.std(0, ddof=1) / np.sqrt(len(est)))
+    assert np.abs(t).max() < 5.0
+    assert 0.25 < np.mean(t**2) < 4.0
+    assert np.ptp(K) > 0.3  # the test rows really span a range of kernel values
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kernel_error_falls_like_one_over_sqrt_m(kind):
+    small, K = estimates(kind, 250, range(5))
+    big, _ = estimates(kind, 16000, range(5))
+    rms_small = np.sqrt(np.mean((small - K) ** 2))
+    rms_big = np.sqrt(np.mean((big - K) ** 2))
+    # expected ratio sqrt(16000/250) = 8; allow for the sampling noise of the RMS itself
+    assert rms_big < rms_small / 4
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_state_round_trip_and_determinism(kind):
+    fmap = make_map(kind, 64, gamma=0.7, seed=5).fit(16)
+    config, arrays = fmap.to_state()
+    back = FeatureMap.from_state(config, arrays)
+    assert back == fmap
+    X = unit_rows()
+    np.testing.assert_array_equal(back.transform(X), fmap.transform(X))
+    again = make_map(kind, 64, gamma=0.7, seed=5).fit(16)
+    np.testing.assert_array_equal(again.transform(X), fmap.transform(X))
+    other = make_map(kind, 64, gamma=0.7, seed=6).fit(16)
+    assert not np.array_equal(other.transform(X), fmap.transform(X))
+
+
+def test_fourier_values_lie_in_unit_interval_with_arcsine_law():
+    fmap = make_map("gaussian", 4000, gamma=2.0, seed=0).fit(16)
+    z, scale = fmap.transform_raw(unit_rows())
+    assert scale is None and np.abs(z).max() <= 1.0
+    # arcsine CDF F(t) = 1/2 + arcsin(t)/pi; KS distance at n=40000 ~ 1.36/sqrt(n) at 5%
+    s = np.sort(z.ravel())
+    ecdf = np.arange(1, s.size + 1) / s.size
+    assert np.abs(ecdf - (0.5 + np.arcsin(s) / np.pi)).max() < 1.63 / np.sqrt(s.size) * 2
+
+
+def test_gamma_auto_needs_sample_and_median_heuristic():
+    X = unit_rows()
+    fmap = make_map("gaussian", 16, gamma="auto")
+    assert fmap.needs_sample
+    fmap.fit(16, X)
+    iu = np.triu_indices(len(X), 1)
+    d2 = ((X[:, None] - X[None]) ** 2).sum(-1)[iu]
+    assert fmap.gamma_ == pytest.approx(1 / np.median(d2))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5])
+def test_bad_m(bad):
+    with pytest.raises(UsageError):
+        make_map("gaussian", bad, gamma=1.0)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "x"])
+def test_bad_gamma(bad):
+    with pytest.raises(UsageError):
+        make_map("gaussian", 8, gamma=bad)
+
+
+def test_corrupt_state_rejected():
+    config, arrays = make_map("gaussian", 8, gamma=1.0).fit(4).to_state()
+    with pytest.raises(ConfigError):
+        FeatureMap.from_state(config, {"W": arrays["W"][:2], "tau": arrays["tau"]})
+    with pytest.raises(ConfigError):
+        FeatureMap.from_state({**config, "kind": "bogus"}, arrays)
