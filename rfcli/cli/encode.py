@@ -17,7 +17,7 @@ from rfcli.quantize import DESIGNABLE
 @click.argument("input_path", metavar="INPUT")
 @click.option("-o", "--output", help="Output store (default: INPUT's name with .rff.zarr).")
 @click.option("-b", "--bits", type=int, help="Bits per feature: 1-8 (none: 16 or 32). Default 2 (sign/binary: 1, none: 32).")
-@click.option("-m", "--features", "n_features", type=int, default=1024, show_default=True, help="Number of random features m.")
+@click.option("-m", "--features", type=int, default=1024, show_default=True, help="Number of random features m.")
 @click.option("--kernel", type=click.Choice(KERNELS), default="gaussian", show_default=True)
 @click.option("--gamma", type=GammaType(), default="auto", show_default=True,
               help="Bandwidth: k = exp(-gamma ||x-y||^2); 'auto' = 1/median squared distance of a row sample.")
@@ -38,7 +38,7 @@ from rfcli.quantize import DESIGNABLE
               help="Rows with NaN/inf features: fail, drop them, or set those values to 0.")
 @overwrite_option
 @click.pass_obj
-def encode_cmd(ui, input_path, output, bits, n_features, kernel, gamma, quantizer, quantizer_file, seed, columns,
+def encode_cmd(ui, input_path, output, bits, features, kernel, gamma, quantizer, quantizer_file, seed, columns,
                label, ids, normalize_rows, standardize, like, chunk_rows, threads, fmt, on_nan, overwrite):
     """Encode INPUT (Parquet, CSV, Zarr; '-' = CSV on stdin) into a bit-packed feature store.
 
@@ -53,7 +53,7 @@ def encode_cmd(ui, input_path, output, bits, n_features, kernel, gamma, quantize
     """
     settings = EncodeSettings(
         kernel=kernel,
-        n_features=n_features,
+        n_features=features,
         bits=bits,
         quantizer=quantizer,
         quantizer_config=read_json(quantizer_file, "quantizer file") if quantizer_file else None,

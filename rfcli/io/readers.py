@@ -247,7 +247,7 @@ def select_columns(
     if columns:
         missing = [c for c in columns if c not in source.names]
         if missing:
-            raise InputError(f"{where}: column(s) {_list(missing)} not found (columns: {_list(source.names)})")
+            raise InputError(f"{where}: column(s) {_list(map(repr, missing))} not found (columns: {_list(source.names)})")
         clash = [c for c in columns if c in reserved]
         if clash:
             raise UsageError(f"column(s) {_list(clash)} cannot be both features and label/id")

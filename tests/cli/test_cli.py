@@ -1,0 +1,130 @@
+"""The CLI through click's CliRunner and through real subprocesses."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rfcli import FeatureStore
+from rfcli.cli import cli
+from tests.conftest import write_parquet
+
+
+def invoke(*args, **kw):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False, **kw)
+
+
+def test_version_and_help():
+    r = invoke("--version")
+    assert r.exit_code == 0 and "rfcli" in r.output
+    for cmd in ("encode", "inspect", "decode", "fit-quantizer"):
+        r = invoke(cmd, "--help")
+        assert r.exit_code == 0
+        assert "Examples:" in r.output
+
+
+def test_fit_quantizer_json(tmp_path):
+    out = tmp_path / "q.json"
+    r = invoke("fit-quantizer", "--kind", "lm", "-b", "1", "-o", out)
+    assert r.exit_code == 0, r.output
+    q = json.loads(out.read_text())
+    assert q["kind"] == "lm" and q["bits"] == 1
+    assert q["borders"] == [0.0]
+    np.testing.assert_allclose(q["levels"], [-2 / np.pi, 2 / np.pi])
+    assert "0.63662" in r.output  # table printed
+    r = invoke("fit-quantizer", "--kind", "lm2", "-b", "3")
+    q = json.loads(r.stdout)
+    assert len(q["borders"]) == 7 and len(q["levels"]) == 8
+
+
+def test_encode_inspect_decode(tmp_path, letter_small):
+    store = tmp_path / "s.zarr"
+    r = invoke("encode", letter_small, "-o", store, "--label", "label", "-m", "128", "-b", "2", "--normalize-rows")
+    assert r.exit_code == 0, r.output
+    assert "gamma = " in r.stderr and "wrote" in r.stderr
+    assert r.stdout == ""  # results only on stdout; diagnostics on stderr
+    r = invoke("inspect", store, "--json")
+    info = json.loads(r.stdout)
+    assert info["rows"] == 600 and info["features"] == 128 and info["bits_per_sample"] == 256
+    assert info["complete"] is True and info["quantizer"] == "lm"
+    r = invoke("inspect", store)
+    assert "compression ratio" in r.stdout
+    r = invoke("decode", store, "-o", "-", "--normalized")
+    assert r.exit_code == 0
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 601 and lines[0].startswith('"label","f0"')
+
+
+def test_encode_with_quantizer_file(tmp_path, letter_small):
+    q = tmp_path / "q.json"
+    invoke("fit-quantizer", "--kind", "uniform", "-b", "3", "-o", q)
+    r = invoke("encode", letter_small, "-o", tmp_path / "s.zarr", "--label", "label", "-m", "16", "--quantizer-file", q)
+    assert r.exit_code == 0, r.output
+    assert FeatureStore(os.fspath(tmp_path / "s.zarr")).encoder.quantizer.kind == "uniform"
+    r = invoke("encode", letter_small, "-o", tmp_path / "t.zarr", "-b", "2", "--quantizer-file", q)
+    assert r.exit_code == 2 and "does not match" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["-b", "9"], "bits must be"),
+        (["-m", "0"], "positive integer"),
+        (["--gamma", "-1"], "gamma must be"),
+        (["--columns", "nope"], "'nope'"),
+        (["--label", "nope"], "label column 'nope' not found"),
+    ],
+)
+def test_bad_options_give_one_line_errors(tmp_path, letter_small, args, needle):
+    r = invoke("encode", letter_small, "-o", tmp_path / "x.zarr", *args)
+    assert r.exit_code == 2
+    assert needle in r.stderr
+    assert "Traceback" not in r.output
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_missing_input_and_bad_store(tmp_path):
+    r = invoke("encode", tmp_path / "missing.parquet")
+    assert r.exit_code == 2 and "no such file" in r.stderr
+    r = invoke("inspect", tmp_path)
+    assert r.exit_code == 2 and "not" in r.stderr
+
+
+def test_env_defaults(tmp_path, letter_small):
+    r = invoke("encode", letter_small, "-o", tmp_path / "s.zarr", "--label", "label", env={"RFCLI_ENCODE_FEATURES": "40"})
+    assert r.exit_code == 0, r.output
+    assert FeatureStore(os.fspath(tmp_path / "s.zarr")).n_features == 40
+
+
+def rfcli_proc(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "rfcli", *map(str, args)], capture_output=True, **kw)
+
+
+def test_subprocess_stdin_csv_and_exit_codes(tmp_path, letter_small_csv):
+    data = letter_small_csv.read_bytes()
+    out = tmp_path / "stdin.zarr"
+    p = rfcli_proc("encode", "-", "-o", out, "--label", "label", "-m", "32", "--standardize", input=data)
+    assert p.returncode == 0, p.stderr.decode()
+    assert FeatureStore(os.fspath(out)).n_rows == 600
+    # same result as from the file
+    p2 = rfcli_proc("encode", letter_small_csv, "-o", tmp_path / "file.zarr", "--label", "label", "-m", "32", "--standardize")
+    assert p2.returncode == 0
+    a = FeatureStore(os.fspath(out)).group["codes"][:]
+    b = FeatureStore(os.fspath(tmp_path / "file.zarr")).group["codes"][:]
+    np.testing.assert_array_equal(a, b)
+    bad = rfcli_proc("encode", "-", "-o", tmp_path / "bad.zarr", input=b"")
+    assert bad.returncode == 2 and b"empty" in bad.stderr and b"Traceback" not in bad.stderr
+
+
+def test_subprocess_non_numeric_and_nan(tmp_path):
+    path = write_parquet(tmp_path / "d.parquet", a=np.array([1.0, 2.0, np.nan]), s=np.array(["x", "y", "z"]))
+    p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1")
+    assert p.returncode == 2 and b"row 2" in p.stderr and b"--on-nan" in p.stderr
+    p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1", "--columns", "a,s")
+    assert p.returncode == 2 and b"not numeric" in p.stderr
+    p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1", "--on-nan", "drop")
+    assert p.returncode == 0 and b"skipped non-numeric column(s): s" in p.stderr
