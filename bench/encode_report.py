@@ -45,8 +45,23 @@ finally:
 
 def encode_subprocess(src, store, quantizer, bits, m):
     """Run the real CLI in a child process; return (seconds, the child's own peak RSS in MiB)."""
-    args = ["-q", "encode", src, "-o", store, "--label", "label", "--normalize-rows", "-m", str(m),
-            "--quantizer", quantizer, "-b", str(bits), "--overwrite"]
+    args = [
+        "-q",
+        "encode",
+        src,
+        "-o",
+        store,
+        "--label",
+        "label",
+        "--normalize-rows",
+        "-m",
+        str(m),
+        "--quantizer",
+        quantizer,
+        "-b",
+        str(bits),
+        "--overwrite",
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", PEAK, *args], capture_output=True, text=True)
     secs = time.perf_counter() - t0
@@ -62,9 +77,14 @@ def inprocess_rows_per_s(src, quantizer, bits, m, repeats=3):
 
     best = 0.0
     for _ in range(repeats):
-        res = encode(src, os.path.join(OUT, "inproc.zarr"),
-                     EncodeSettings(n_features=m, quantizer=quantizer, bits=bits, normalize_rows=True),
-                     ReadSettings(label="label"), threads=2, overwrite=True)
+        res = encode(
+            src,
+            os.path.join(OUT, "inproc.zarr"),
+            EncodeSettings(n_features=m, quantizer=quantizer, bits=bits, normalize_rows=True),
+            ReadSettings(label="label"),
+            threads=2,
+            overwrite=True,
+        )
         best = max(best, res.rows_per_s)
     return best
 
@@ -78,7 +98,9 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     src = os.path.join(args.data, "letter.train.parquet")
     table = pq.read_table(src)
-    X = np.column_stack([table[c].to_numpy() for c in table.column_names if c != "label"]).astype(np.float64)
+    X = np.column_stack([table[c].to_numpy() for c in table.column_names if c != "label"]).astype(
+        np.float64
+    )
     n = len(X)
     Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
     sub = Xn[: args.rows]
@@ -88,17 +110,30 @@ def main():
         secs, rss = encode_subprocess(src, store, quantizer, bits, args.m)
         st = FeatureStore(store)
         gamma = st.encoder.fmap.gamma_
-        K = np.exp(-gamma * np.maximum(
-            (sub**2).sum(1)[:, None] + (sub**2).sum(1)[None] - 2 * sub @ sub.T, 0))
+        K = np.exp(
+            -gamma
+            * np.maximum((sub**2).sum(1)[:, None] + (sub**2).sum(1)[None] - 2 * sub @ sub.T, 0)
+        )
         F = np.concatenate([f for _, f in st.iter_features()])[: args.rows].astype(np.float64)
-        N = np.concatenate([f for _, f in st.iter_features(normalized=True)])[: args.rows].astype(np.float64)
+        N = np.concatenate([f for _, f in st.iter_features(normalized=True)])[: args.rows].astype(
+            np.float64
+        )
         plain, normed = kernel_errors(K, F @ F.T), kernel_errors(K, N @ N.T)
         inproc = inprocess_rows_per_s(src, quantizer, bits, args.m)
         row = {
-            "quantizer": quantizer, "bits": bits, "m": args.m, "rows": n, "gamma": gamma,
-            "seconds": secs, "rows_per_s": n / secs, "inprocess_rows_per_s": inproc, "peak_rss_mib": rss,
-            "store_bytes": st.nbytes_on_disk(), "codes_bytes": st.codes_nbytes_on_disk(),
-            "rel_fro_plain": plain["rel_frobenius"], "rel_fro_plain_scaled": plain["rel_frobenius_scaled"],
+            "quantizer": quantizer,
+            "bits": bits,
+            "m": args.m,
+            "rows": n,
+            "gamma": gamma,
+            "seconds": secs,
+            "rows_per_s": n / secs,
+            "inprocess_rows_per_s": inproc,
+            "peak_rss_mib": rss,
+            "store_bytes": st.nbytes_on_disk(),
+            "codes_bytes": st.codes_nbytes_on_disk(),
+            "rel_fro_plain": plain["rel_frobenius"],
+            "rel_fro_plain_scaled": plain["rel_frobenius_scaled"],
             "rel_fro_normalized": normed["rel_frobenius"],
         }
         results.append(row)
@@ -141,7 +176,11 @@ def write_markdown(results, parquet_bytes, args):
             f"{r['store_bytes']:,} | {parquet_bytes / r['store_bytes']:.1f}x smaller | "
             f"{r['rel_fro_plain']:.4f} | {r['rel_fro_plain_scaled']:.4f} | {r['rel_fro_normalized']:.4f} |"
         )
-    lines += ["", f"float32 Parquet of the same {args.m} features (pyarrow defaults, snappy): {parquet_bytes:,} bytes.", ""]
+    lines += [
+        "",
+        f"float32 Parquet of the same {args.m} features (pyarrow defaults, snappy): {parquet_bytes:,} bytes.",
+        "",
+    ]
     with open(os.path.join(ROOT, "docs", "encode-report.md"), "w") as f:
         f.write("\n".join(lines))
 

@@ -18,7 +18,6 @@ from rfcli.maps import FeatureMap, Preprocessor
 from rfcli.quantize import Quantizer
 from rfcli.registry import require
 
-
 #: rows per encode block (see Encoder.encode_chunk); part of the reproducibility contract
 BLOCK_ROWS = 256
 
@@ -83,7 +82,11 @@ class Encoder:
         return EncodedChunk(row0, packed, norms, row_scale)
 
     def decode(
-        self, packed: np.ndarray, norms: np.ndarray, row_scale: np.ndarray | None, normalized: bool = False
+        self,
+        packed: np.ndarray,
+        norms: np.ndarray,
+        row_scale: np.ndarray | None,
+        normalized: bool = False,
     ) -> np.ndarray:
         """Decoded features, float32: ``F(x).F(y)`` estimates k(x, y) (plain estimator), or
         unit rows ``Q(z)/||Q(z)||`` with ``normalized`` (seed 000's normalized estimator)."""
@@ -120,10 +123,14 @@ class Encoder:
             raise ConfigError("encoder: columns must be strings")
         fmap = FeatureMap.from_state(require(config, "map", dict, "encoder"), sub("map/"))
         if fmap.n_inputs_ != len(columns):
-            raise ConfigError(f"encoder: map expects {fmap.n_inputs_} inputs, {len(columns)} columns listed")
+            raise ConfigError(
+                f"encoder: map expects {fmap.n_inputs_} inputs, {len(columns)} columns listed"
+            )
         return cls(
             columns=columns,
-            preprocess=Preprocessor.from_state(require(config, "preprocess", dict, "encoder"), sub("preprocess/")),
+            preprocess=Preprocessor.from_state(
+                require(config, "preprocess", dict, "encoder"), sub("preprocess/")
+            ),
             fmap=fmap,
             quantizer=Quantizer.from_config(require(config, "quantizer", dict, "encoder")),
         )
@@ -160,6 +167,7 @@ def check_quantizer_fits_map(quantizer: Quantizer, fmap: FeatureMap) -> None:
     if fmap.value_law not in quantizer.laws:
         hint = {
             "binary": "arc-cosine order 0 features are 0/1: use --quantizer binary (1 bit) or none",
-            "relu-normalized": "arc-cosine order 1 features are stored unquantized: use --quantizer none",
+            "relu-normalized": "arc-cosine order 1 features are stored unquantized: "
+            "use --quantizer none",
         }.get(fmap.value_law, f"use one of the quantizers for {fmap.value_law} values")
         raise UsageError(f"quantizer {quantizer.kind!r} does not fit the {fmap.kind} map: {hint}")

@@ -2,6 +2,12 @@
 the CLI turns it into a one-line message and the exit status in ``exit_code``."""
 
 
+def first_line(e: BaseException) -> str:
+    """The first line of an exception's message (or its type name), for one-line errors."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 class RfcliError(Exception):
     """Root of all rfcli errors (a problem with what the user asked for)."""
 

@@ -16,7 +16,9 @@ def kernel_errors(K: np.ndarray, K_hat: np.ndarray) -> dict[str, float]:
     K = np.asarray(K, dtype=np.float64)
     K_hat = np.asarray(K_hat, dtype=np.float64)
     if K.shape != K_hat.shape or K.ndim != 2 or K.shape[0] != K.shape[1]:
-        raise ValueError(f"kernel matrices must be square and alike, got {K.shape} and {K_hat.shape}")
+        raise ValueError(
+            f"kernel matrices must be square and alike, got {K.shape} and {K_hat.shape}"
+        )
     E = K - K_hat
     fro_K = np.linalg.norm(K)
     spec_K = np.linalg.norm(K, 2)

@@ -92,9 +92,13 @@ def build_quantizer(settings: EncodeSettings, default_kind: str) -> Quantizer:
     if settings.quantizer_config is not None:
         q = Quantizer.from_config(settings.quantizer_config)
         if settings.quantizer and settings.quantizer != q.kind:
-            raise UsageError(f"--quantizer {settings.quantizer} contradicts the quantizer file ({q.kind})")
+            raise UsageError(
+                f"--quantizer {settings.quantizer} contradicts the quantizer file ({q.kind})"
+            )
         if settings.bits is not None and settings.bits != q.bits:
-            raise UsageError(f"-b {settings.bits} does not match the quantizer file ({q.bits} bits)")
+            raise UsageError(
+                f"-b {settings.bits} does not match the quantizer file ({q.bits} bits)"
+            )
         return q
     kind = settings.quantizer or default_kind
     bits = settings.bits if settings.bits is not None else default_bits(kind)
@@ -190,7 +194,9 @@ def encode(
     t0 = time.perf_counter()
     needs_pass = like is None and (
         settings.standardize
-        or make_map(settings.kernel, settings.n_features, settings.gamma, settings.seed).needs_sample
+        or make_map(
+            settings.kernel, settings.n_features, settings.gamma, settings.seed
+        ).needs_sample
     )
     source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
     try:
@@ -200,7 +206,8 @@ def encode(
             missing = [c for c in encoder.columns if c not in source.names]
             if missing:
                 raise InputError(
-                    f"{input_path}: column(s) {', '.join(missing[:8])} of the store {like} are missing from the input"
+                    f"{input_path}: column(s) {', '.join(missing[:8])} of the store {like} "
+                    "are missing from the input"
                 )
             ref_label = (ref.label_info or {}).get("name")
             label = read.label or (ref_label if ref_label in source.names else None)

@@ -22,7 +22,9 @@ def check_seed(seed: int) -> int:
 
 def generator(seed: int, *stream: int) -> np.random.Generator:
     """A PCG64 generator for ``seed`` and an optional stream path (``generator(0, 1)``)."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(check_seed(seed), spawn_key=stream)))
+    return np.random.Generator(
+        np.random.PCG64(np.random.SeedSequence(check_seed(seed), spawn_key=stream))
+    )
 
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

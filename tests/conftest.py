@@ -35,7 +35,9 @@ def letter_small_csv(letter_small, tmp_path_factory) -> pathlib.Path:
 
 def letter_matrix(n: int = 600) -> np.ndarray:
     t = pq.read_table(SAMPLE / "letter.train.parquet").slice(0, n)
-    return np.column_stack([t[c].to_numpy() for c in t.column_names if c != "label"]).astype(np.float64)
+    return np.column_stack([t[c].to_numpy() for c in t.column_names if c != "label"]).astype(
+        np.float64
+    )
 
 
 def write_parquet(path, **cols) -> str:

@@ -12,7 +12,7 @@ import click
 
 from rfcli._version import __version__
 from rfcli.cli.console import UI
-from rfcli.errors import RfcliError
+from rfcli.errors import RfcliError, first_line
 
 
 class RfcliGroup(click.Group):
@@ -31,7 +31,12 @@ class RfcliGroup(click.Group):
         except Exception as e:
             if _debug(ctx):
                 raise
-            _fail(ctx, f"rfcli: internal error: {type(e).__name__}: {e} (run with --debug for the traceback)", 1)
+            _fail(
+                ctx,
+                f"rfcli: internal error: {type(e).__name__}: {first_line(e)} "
+                "(run with --debug for the traceback)",
+                1,
+            )
 
 
 def _debug(ctx) -> bool:
@@ -44,7 +49,10 @@ def _fail(ctx, msg: str, code: int):
     ctx.exit(code)
 
 
-@click.group(cls=RfcliGroup, context_settings={"auto_envvar_prefix": "RFCLI", "help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=RfcliGroup,
+    context_settings={"auto_envvar_prefix": "RFCLI", "help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, "--version", prog_name="rfcli")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or diagnostics on stderr.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for internal errors.")

@@ -11,9 +11,18 @@ from rfcli.pipeline import decode
 
 @cli.command("decode")
 @click.argument("store_path", metavar="STORE")
-@click.option("-o", "--output", required=True, help="OUT.npy, OUT.parquet, OUT.csv, or '-' for CSV on stdout.")
-@click.option("--normalized", is_flag=True, help="Unit rows Q(z)/||Q(z)|| (the normalized estimator).")
-@click.option("--chunk-rows", type=click.IntRange(min=1), default=None, help="Rows per chunk (default: store chunk).")
+@click.option(
+    "-o", "--output", required=True, help="OUT.npy, OUT.parquet, OUT.csv, or '-' for CSV on stdout."
+)
+@click.option(
+    "--normalized", is_flag=True, help="Unit rows Q(z)/||Q(z)|| (the normalized estimator)."
+)
+@click.option(
+    "--chunk-rows",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Rows per chunk (default: store chunk).",
+)
 @overwrite_option
 @click.pass_obj
 def decode_cmd(ui, store_path, output, normalized, chunk_rows, overwrite):
@@ -27,6 +36,13 @@ def decode_cmd(ui, store_path, output, normalized, chunk_rows, overwrite):
       rfcli decode train.rff.zarr -o features.npy
       rfcli decode train.rff.zarr -o - --normalized | head
     """
-    n = decode(store_path, output, normalized=normalized, chunk_rows=chunk_rows, overwrite=overwrite, progress=ui.progress())
+    n = decode(
+        store_path,
+        output,
+        normalized=normalized,
+        chunk_rows=chunk_rows,
+        overwrite=overwrite,
+        progress=ui.progress(),
+    )
     if output != "-":
         ui.info(f"wrote {output}: {n:,} rows")

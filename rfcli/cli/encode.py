@@ -16,30 +16,113 @@ from rfcli.quantize import DESIGNABLE
 @cli.command("encode")
 @click.argument("input_path", metavar="INPUT")
 @click.option("-o", "--output", help="Output store (default: INPUT's name with .rff.zarr).")
-@click.option("-b", "--bits", type=int, help="Bits per feature: 1-8 (none: 16 or 32). Default 2 (sign/binary: 1, none: 32).")
-@click.option("-m", "--features", type=int, default=1024, show_default=True, help="Number of random features m.")
+@click.option(
+    "-b",
+    "--bits",
+    type=int,
+    help="Bits per feature: 1-8 (none: 16 or 32). Default 2 (sign/binary: 1, none: 32).",
+)
+@click.option(
+    "-m",
+    "--features",
+    type=int,
+    default=1024,
+    show_default=True,
+    help="Number of random features m.",
+)
 @click.option("--kernel", type=click.Choice(KERNELS), default="gaussian", show_default=True)
-@click.option("--gamma", type=GammaType(), default="auto", show_default=True,
-              help="Bandwidth: k = exp(-gamma ||x-y||^2); 'auto' = 1/median squared distance of a row sample.")
-@click.option("--quantizer", type=click.Choice([*DESIGNABLE, "binary", "none"]),
-              help="Quantizer (default: lm for Fourier kernels, binary for arccos0, none for arccos1).")
-@click.option("--quantizer-file", type=click.Path(dir_okay=False), help="Quantizer JSON from `rfcli fit-quantizer`.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random draw.")
-@click.option("--columns", type=CommaList(), multiple=True, help="Feature columns (default: all numeric but label/id).")
+@click.option(
+    "--gamma",
+    type=GammaType(),
+    default="auto",
+    show_default=True,
+    help="Bandwidth: k = exp(-gamma ||x-y||^2); 'auto' = 1/median squared distance "
+    "of a row sample.",
+)
+@click.option(
+    "--quantizer",
+    type=click.Choice([*DESIGNABLE, "binary", "none"]),
+    help="Quantizer (default: lm for Fourier kernels, binary for arccos0, none for arccos1).",
+)
+@click.option(
+    "--quantizer-file",
+    type=click.Path(dir_okay=False),
+    help="Quantizer JSON from `rfcli fit-quantizer`.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of every random draw.",
+)
+@click.option(
+    "--columns",
+    type=CommaList(),
+    multiple=True,
+    help="Feature columns (default: all numeric but label/id).",
+)
 @click.option("--label", help="Target column stored with the codes.")
 @click.option("--id", "ids", multiple=True, help="Pass-through id column (repeatable).")
-@click.option("--normalize-rows", is_flag=True, help="Scale each row to unit L2 norm (seed 000's instance normalization).")
-@click.option("--standardize", is_flag=True, help="Column z-scores fitted on this input (one extra pass).")
-@click.option("--like", type=click.Path(), help="Reuse this store's map, preprocessing and quantizer (test data).")
-@click.option("--chunk-rows", type=int, default=8192, show_default=True, help="Rows per processing chunk (bounds memory).")
+@click.option(
+    "--normalize-rows",
+    is_flag=True,
+    help="Scale each row to unit L2 norm (seed 000's instance normalization).",
+)
+@click.option(
+    "--standardize", is_flag=True, help="Column z-scores fitted on this input (one extra pass)."
+)
+@click.option(
+    "--like",
+    type=click.Path(),
+    help="Reuse this store's map, preprocessing and quantizer (test data).",
+)
+@click.option(
+    "--chunk-rows",
+    type=int,
+    default=8192,
+    show_default=True,
+    help="Rows per processing chunk (bounds memory).",
+)
 @click.option("--threads", type=int, default=None, help="Worker threads (default: min(4, cores)).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Input format (default: from the extension).")
-@click.option("--on-nan", type=click.Choice(NAN_POLICIES), default="error", show_default=True,
-              help="Rows with NaN/inf features: fail, drop them, or set those values to 0.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    help="Input format (default: from the extension).",
+)
+@click.option(
+    "--on-nan",
+    type=click.Choice(NAN_POLICIES),
+    default="error",
+    show_default=True,
+    help="Rows with NaN/inf features: fail, drop them, or set those values to 0.",
+)
 @overwrite_option
 @click.pass_obj
-def encode_cmd(ui, input_path, output, bits, features, kernel, gamma, quantizer, quantizer_file, seed, columns,
-               label, ids, normalize_rows, standardize, like, chunk_rows, threads, fmt, on_nan, overwrite):
+def encode_cmd(
+    ui,
+    input_path,
+    output,
+    bits,
+    features,
+    kernel,
+    gamma,
+    quantizer,
+    quantizer_file,
+    seed,
+    columns,
+    label,
+    ids,
+    normalize_rows,
+    standardize,
+    like,
+    chunk_rows,
+    threads,
+    fmt,
+    on_nan,
+    overwrite,
+):
     """Encode INPUT (Parquet, CSV, Zarr; '-' = CSV on stdin) into a bit-packed feature store.
 
     Rows are read in chunks, preprocessed, mapped through m random features, quantized
@@ -62,10 +145,29 @@ def encode_cmd(ui, input_path, output, bits, features, kernel, gamma, quantizer,
         normalize_rows=normalize_rows,
         standardize=standardize,
     )
-    read = ReadSettings(columns=flatten(columns), label=label, ids=list(ids), fmt=fmt, chunk_rows=chunk_rows, on_nan=on_nan)
-    res = encode(input_path, output, settings, read, like=like, threads=threads, overwrite=overwrite, progress=ui.progress())
+    read = ReadSettings(
+        columns=flatten(columns),
+        label=label,
+        ids=list(ids),
+        fmt=fmt,
+        chunk_rows=chunk_rows,
+        on_nan=on_nan,
+    )
+    res = encode(
+        input_path,
+        output,
+        settings,
+        read,
+        like=like,
+        threads=threads,
+        overwrite=overwrite,
+        progress=ui.progress(),
+    )
     if res.skipped_columns:
-        ui.info(f"skipped non-numeric column(s): {', '.join(res.skipped_columns)} (use --columns to choose)")
+        ui.info(
+            f"skipped non-numeric column(s): {', '.join(res.skipped_columns)} "
+            "(use --columns to choose)"
+        )
     enc = res.encoder
     gamma_ = getattr(enc.fmap, "gamma_", None)
     if gamma == "auto" and gamma_ is not None and like is None:

@@ -13,9 +13,15 @@ from rfcli.quantize.lloyd_max import arcsine_distortion
 
 @cli.command("fit-quantizer")
 @click.option("--kind", type=click.Choice(DESIGNABLE), default="lm", show_default=True)
-@click.option("-b", "--bits", type=int, default=2, show_default=True, help="Bits per feature (1-8).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed (stoc only).")
-@click.option("-o", "--output", default="-", show_default=True, help="JSON file to write ('-' = stdout).")
+@click.option(
+    "-b", "--bits", type=int, default=2, show_default=True, help="Bits per feature (1-8)."
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed (stoc only)."
+)
+@click.option(
+    "-o", "--output", default="-", show_default=True, help="JSON file to write ('-' = stdout)."
+)
 @overwrite_option
 @click.pass_obj
 def fit_quantizer_cmd(ui, kind, bits, seed, output, overwrite):
@@ -34,6 +40,13 @@ def fit_quantizer_cmd(ui, kind, bits, seed, output, overwrite):
     cfg["distortion_d1"] = arcsine_distortion(q.borders, q.levels)
     write_json(output, cfg, overwrite=overwrite)
     if output != "-":
-        rows = [(i, f"{lv:+.6f}", f"{q.borders[i]:+.6f}" if i < len(q.borders) else "") for i, lv in enumerate(q.levels)]
-        ui.table(f"{kind}, {bits} bit(s), D1 = {cfg['distortion_d1']:.6g}", rows, headers=("code", "level", "upper border"))
+        rows = [
+            (i, f"{lv:+.6f}", f"{q.borders[i]:+.6f}" if i < len(q.borders) else "")
+            for i, lv in enumerate(q.levels)
+        ]
+        ui.table(
+            f"{kind}, {bits} bit(s), D1 = {cfg['distortion_d1']:.6g}",
+            rows,
+            headers=("code", "level", "upper border"),
+        )
         ui.info(f"wrote {output}")

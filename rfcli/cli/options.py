@@ -37,5 +37,9 @@ class GammaType(click.ParamType):
             self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
 
 
-overwrite_option = click.option("--overwrite", is_flag=True, help="Replace the output if it exists.")
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+overwrite_option = click.option(
+    "--overwrite", is_flag=True, help="Replace the output if it exists."
+)
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object on stdout."
+)

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from rfcli.errors import InputError, UsageError
+from rfcli.errors import InputError, UsageError, first_line
 
 FORMATS = ("parquet", "csv", "zarr")
 NAN_POLICIES = ("error", "drop", "zero")
@@ -50,7 +50,9 @@ def detect_format(path: str, fmt: str | None = None) -> str:
         return "csv"
     if p.endswith(".zarr") or os.path.isfile(os.path.join(path, "zarr.json")):
         return "zarr"
-    raise InputError(f"{path}: unknown input format (expected .parquet, .csv or .zarr; or give --format)")
+    raise InputError(
+        f"{path}: unknown input format (expected .parquet, .csv or .zarr; or give --format)"
+    )
 
 
 def _is_numeric(t: pa.DataType) -> bool:
@@ -81,7 +83,7 @@ class ParquetSource(Source):
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except (pa.ArrowException, OSError) as e:
-            raise InputError(f"{path}: cannot read as Parquet ({_first_line(e)})") from None
+            raise InputError(f"{path}: cannot read as Parquet ({first_line(e)})") from None
         schema = self._file.schema_arrow
         self.names = list(schema.names)
         self.numeric = {f.name: _is_numeric(f.type) for f in schema}
@@ -92,7 +94,7 @@ class ParquetSource(Source):
             for rb in self._file.iter_batches(batch_size=batch_rows, columns=names):
                 yield {n: _to_numpy(rb.column(i)) for i, n in enumerate(names)}
         except pa.ArrowException as e:
-            raise InputError(f"{self.path}: {_first_line(e)}") from None
+            raise InputError(f"{self.path}: {first_line(e)}") from None
 
 
 class CsvSource(Source):
@@ -135,9 +137,9 @@ class CsvSource(Source):
         except pa.ArrowInvalid as e:
             if "Empty CSV file" in str(e):
                 raise InputError(f"{self.path}: empty CSV file (no header)") from None
-            raise InputError(f"{self.path}: malformed CSV ({_first_line(e)})") from None
+            raise InputError(f"{self.path}: malformed CSV ({first_line(e)})") from None
         except OSError as e:
-            raise InputError(f"{self.path}: cannot read ({_first_line(e)})") from None
+            raise InputError(f"{self.path}: cannot read ({first_line(e)})") from None
 
     def batches(self, names, batch_rows, float_columns=None):
         if self._first_reader is not None:
@@ -154,7 +156,9 @@ class CsvSource(Source):
             except StopIteration:
                 return
             except pa.ArrowInvalid as e:
-                raise InputError(f"{self.path}: bad CSV after about row {rows} ({_first_line(e)})") from None
+                raise InputError(
+                    f"{self.path}: bad CSV after about row {rows} ({first_line(e)})"
+                ) from None
             rows += rb.num_rows
             yield {n: _to_numpy(rb.column(i)) for n, i in zip(names, idx, strict=True)}
 
@@ -174,10 +178,10 @@ class ZarrSource(Source):
         self.path = path
         try:
             node = zarr.open(path, mode="r")
-        except (FileNotFoundError, zarr.errors.NodeNotFoundError if hasattr(zarr, "errors") else OSError):
+        except (FileNotFoundError, zarr.errors.NodeNotFoundError):
             raise InputError(f"{path}: no such Zarr array or group") from None
         except Exception as e:  # zarr raises various errors on junk
-            raise InputError(f"{path}: cannot open as Zarr ({_first_line(e)})") from None
+            raise InputError(f"{path}: cannot open as Zarr ({first_line(e)})") from None
         if isinstance(node, zarr.Array):
             if node.ndim != 2:
                 raise InputError(f"{path}: a Zarr array input must be 2-D, got shape {node.shape}")
@@ -194,9 +198,14 @@ class ZarrSource(Source):
                 raise InputError(f"{path}: the Zarr group holds no 1-D column arrays")
             lengths = {a.shape[0] for a in self._cols.values()}
             if len(lengths) != 1:
-                raise InputError(f"{path}: the Zarr group's column arrays differ in length {sorted(lengths)}")
+                raise InputError(
+                    f"{path}: the Zarr group's column arrays differ in length {sorted(lengths)}"
+                )
             self.names = sorted(self._cols)
-            self.numeric = {k: bool(np.issubdtype(a.dtype, np.number) or a.dtype == bool) for k, a in self._cols.items()}
+            self.numeric = {
+                k: bool(np.issubdtype(a.dtype, np.number) or a.dtype == bool)
+                for k, a in self._cols.items()
+            }
             self.num_rows = lengths.pop()
 
     def batches(self, names, batch_rows):
@@ -235,19 +244,27 @@ class Selection:
 
 
 def select_columns(
-    source: Source, columns: list[str] | None = None, label: str | None = None, ids: list[str] | None = None
+    source: Source,
+    columns: list[str] | None = None,
+    label: str | None = None,
+    ids: list[str] | None = None,
 ) -> Selection:
     """Feature columns: ``columns`` if given, else every numeric column except label and ids."""
     ids = list(ids or [])
     where = source.path
     for name, what in [(label, "label"), *((i, "id") for i in ids)]:
         if name is not None and name not in source.names:
-            raise InputError(f"{where}: {what} column {name!r} not found (columns: {_list(source.names)})")
+            raise InputError(
+                f"{where}: {what} column {name!r} not found (columns: {_list(source.names)})"
+            )
     reserved = {label, *ids}
     if columns:
         missing = [c for c in columns if c not in source.names]
         if missing:
-            raise InputError(f"{where}: column(s) {_list(map(repr, missing))} not found (columns: {_list(source.names)})")
+            raise InputError(
+                f"{where}: column(s) {_list(map(repr, missing))} not found "
+                f"(columns: {_list(source.names)})"
+            )
         clash = [c for c in columns if c in reserved]
         if clash:
             raise UsageError(f"column(s) {_list(clash)} cannot be both features and label/id")
@@ -346,7 +363,3 @@ def _list(names) -> str:
     names = list(names)
     s = ", ".join(names[:12])
     return s + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
-
-
-def _first_line(e: BaseException) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -31,7 +31,7 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 
 from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
-from rfcli.errors import ConfigError, OutputError, StoreError
+from rfcli.errors import ConfigError, OutputError, StoreError, first_line
 from rfcli.registry import require
 
 FORMAT = "rfcli-feature-store"
@@ -125,7 +125,12 @@ class StoreWriter:
         shape = (0, *tail_shape)
         chunks = (self.chunk_rows, *tail_shape)
         self._arrays[name] = self.group.create_array(
-            name, shape=shape, chunks=chunks, dtype=dtype, compressors=_compressors(), fill_value=0 if dtype != str else ""
+            name,
+            shape=shape,
+            chunks=chunks,
+            dtype=dtype,
+            compressors=_compressors(),
+            fill_value="" if dtype is str else 0,
         )
 
     # -- labels and ids ------------------------------------------------------------------
@@ -157,11 +162,17 @@ class StoreWriter:
             self._new(key, (), str if values.dtype == object else values.dtype)
         dt = self._arrays[key].dtype
         if values.dtype == object:
-            return np.asarray([str(v) for v in values], dtype=str) if dt != object else values
-        return values.astype(np.float64 if dt.kind == "f" else dt) if dt.kind in "iuf" else values.astype(str)
+            return np.asarray([str(v) for v in values], dtype=str)
+        return (
+            values.astype(np.float64 if dt.kind == "f" else dt)
+            if dt.kind in "iuf"
+            else values.astype(str)
+        )
 
     # -- writing -------------------------------------------------------------------------
-    def write(self, enc: EncodedChunk, label: np.ndarray | None = None, ids: dict | None = None) -> None:
+    def write(
+        self, enc: EncodedChunk, label: np.ndarray | None = None, ids: dict | None = None
+    ) -> None:
         if enc.row0 != self.n_rows + self._buf_rows:
             raise RuntimeError(f"chunk starting at row {enc.row0} written out of order")
         lab = self._label_values(label) if label is not None and self.label_name else None
@@ -199,7 +210,13 @@ class StoreWriter:
                 cols["norms"][rows:],
                 cols["row_scale"][rows:] if "row_scale" in cols else None,
             )
-            rest = [(tail, cols["label"][rows:] if "label" in cols else None, {k: cols[f"ids/{k}"][rows:] for k in self.id_names})]
+            rest = [
+                (
+                    tail,
+                    cols["label"][rows:] if "label" in cols else None,
+                    {k: cols[f"ids/{k}"][rows:] for k in self.id_names},
+                )
+            ]
         self._buf = rest
         self._buf_rows = total - rows
         self.n_rows = stop
@@ -247,7 +264,7 @@ class FeatureStore:
             self.group = zarr.open_group(path, mode="r")
             meta = dict(self.group.attrs).get(ATTR)
         except Exception as e:  # zarr raises many kinds on junk
-            raise StoreError(f"{path}: not a readable Zarr store ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+            raise StoreError(f"{path}: not a readable Zarr store ({first_line(e)})") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise StoreError(f"{path}: not an rfcli feature store")
         version = meta.get("format_version")
@@ -259,7 +276,9 @@ class FeatureStore:
         self.meta = meta
         self.complete = bool(meta.get("complete"))
         if require_complete and not self.complete:
-            raise StoreError(f"{path}: incomplete store (its encode did not finish); encode it again")
+            raise StoreError(
+                f"{path}: incomplete store (its encode did not finish); encode it again"
+            )
         self.layout = require(meta, "layout", dict, f"{path} metadata")
         self.n_rows = int(meta.get("n_rows", 0)) if self.complete else self.group["codes"].shape[0]
         self._encoder: Encoder | None = None
@@ -297,7 +316,9 @@ class FeatureStore:
     def chunk_rows(self) -> int:
         return int(self.layout.get("chunk_rows", 8192))
 
-    def iter_encoded(self, chunk_rows: int | None = None, start: int = 0, stop: int | None = None) -> Iterator[EncodedChunk]:
+    def iter_encoded(
+        self, chunk_rows: int | None = None, start: int = 0, stop: int | None = None
+    ) -> Iterator[EncodedChunk]:
         step = chunk_rows or self.chunk_rows
         stop = self.n_rows if stop is None else min(stop, self.n_rows)
         codes, norms = self.group["codes"], self.group["norms"]
@@ -311,9 +332,13 @@ class FeatureStore:
             except Exception as e:
                 if isinstance(e, StoreError):
                     raise
-                raise StoreError(f"{self.path}: cannot read rows {r0}..{r1} ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+                raise StoreError(
+                    f"{self.path}: cannot read rows {r0}..{r1} ({first_line(e)})"
+                ) from None
 
-    def iter_features(self, normalized: bool = False, chunk_rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    def iter_features(
+        self, normalized: bool = False, chunk_rows: int | None = None
+    ) -> Iterator[tuple[int, np.ndarray]]:
         enc = self.encoder
         for ch in self.iter_encoded(chunk_rows):
             yield ch.row0, enc.decode(ch.packed, ch.norms, ch.row_scale, normalized=normalized)

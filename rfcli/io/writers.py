@@ -23,7 +23,9 @@ def output_format(path: str) -> str:
     for ext, fmt in ((".npy", "npy"), (".parquet", "parquet"), (".pq", "parquet"), (".csv", "csv")):
         if low.endswith(ext):
             return fmt
-    raise UsageError(f"{path}: output must end in .npy, .parquet or .csv (or be - for CSV on stdout)")
+    raise UsageError(
+        f"{path}: output must end in .npy, .parquet or .csv (or be - for CSV on stdout)"
+    )
 
 
 def check_output_path(path: str, overwrite: bool) -> None:
@@ -40,7 +42,9 @@ class TableWriter:
     """Write chunks of named columns (1-D arrays) plus an optional float matrix
     (columns ``prefix0..``) to npy (matrix only), Parquet or CSV."""
 
-    def __init__(self, path: str, n_rows: int, n_cols: int, overwrite: bool = False, prefix: str = "f"):
+    def __init__(
+        self, path: str, n_rows: int, n_cols: int, overwrite: bool = False, prefix: str = "f"
+    ):
         self.path = path
         self.fmt = output_format(path)
         check_output_path(path, overwrite)
@@ -49,9 +53,13 @@ class TableWriter:
         self._writer = None
         self._tmp = path + ".partial" if path != "-" else None
         if self.fmt == "npy":
-            self._mm = np.lib.format.open_memmap(self._tmp, mode="w+", dtype=np.float32, shape=(n_rows, n_cols))
+            self._mm = np.lib.format.open_memmap(
+                self._tmp, mode="w+", dtype=np.float32, shape=(n_rows, n_cols)
+            )
 
-    def write(self, matrix: np.ndarray | None, columns: dict[str, np.ndarray] | None = None) -> None:
+    def write(
+        self, matrix: np.ndarray | None, columns: dict[str, np.ndarray] | None = None
+    ) -> None:
         if self.fmt == "npy":
             self._mm[self._pos : self._pos + len(matrix)] = matrix
             self._pos += len(matrix)

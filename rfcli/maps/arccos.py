@@ -64,7 +64,11 @@ class ArcCosineMap(FeatureMap):
         return self.order == 1
 
     def fit(self, n_inputs: int, sample: np.ndarray | None = None) -> ArcCosineMap:
-        self.W_ = generator(self.seed, 0).standard_normal((int(n_inputs), self.n_features)).astype(np.float32)
+        self.W_ = (
+            generator(self.seed, 0)
+            .standard_normal((int(n_inputs), self.n_features))
+            .astype(np.float32)
+        )
         self.n_inputs_ = int(n_inputs)
         return self
 

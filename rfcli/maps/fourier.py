@@ -70,9 +70,17 @@ class FourierMap(FeatureMap):
     default_quantizer = "lm"
     array_names = ("W_", "tau_")
 
-    def __init__(self, kind: str = "gaussian", n_features: int = 1024, gamma: float | str = "auto", seed: int = 0):
+    def __init__(
+        self,
+        kind: str = "gaussian",
+        n_features: int = 1024,
+        gamma: float | str = "auto",
+        seed: int = 0,
+    ):
         if kind not in FOURIER_KERNELS:
-            raise UsageError(f"unknown Fourier kernel {kind!r} (known: {', '.join(FOURIER_KERNELS)})")
+            raise UsageError(
+                f"unknown Fourier kernel {kind!r} (known: {', '.join(FOURIER_KERNELS)})"
+            )
         super().__init__(check_n_features(n_features), seed)
         self.kind = kind
         self.gamma = check_gamma(gamma)
@@ -119,7 +127,9 @@ class FourierMap(FeatureMap):
             return np.exp(-g * pairwise_sq_dists(X, Y))
         if self.kind == "laplacian":
             return np.exp(-g * cdist(X, Y, "cityblock"))
-        return matern(np.sqrt(pairwise_sq_dists(X, Y)), MATERN_NU[self.kind], 1.0 / np.sqrt(2.0 * g))
+        return matern(
+            np.sqrt(pairwise_sq_dists(X, Y)), MATERN_NU[self.kind], 1.0 / np.sqrt(2.0 * g)
+        )
 
     def params(self) -> dict[str, Any]:
         return {"gamma": self.gamma}
@@ -128,7 +138,9 @@ class FourierMap(FeatureMap):
         return {"gamma": self.gamma_}
 
     def _check_arrays(self) -> None:
-        if self.W_.shape != (self.n_inputs_, self.n_features) or self.tau_.shape != (self.n_features,):
+        if self.W_.shape != (self.n_inputs_, self.n_features) or self.tau_.shape != (
+            self.n_features,
+        ):
             from rfcli.errors import ConfigError
 
             raise ConfigError(f"map {self.kind}: array shapes do not match n_inputs/n_features")

@@ -116,5 +116,12 @@ class Preprocessor:
         return p
 
     def describe(self) -> str:
-        parts = [n for n, on in (("standardize", self.standardize), ("normalize-rows", self.normalize_rows)) if on]
+        parts = [
+            n
+            for n, on in (
+                ("standardize", self.standardize),
+                ("normalize-rows", self.normalize_rows),
+            )
+            if on
+        ]
         return ", ".join(parts) or "none"

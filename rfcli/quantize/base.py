@@ -86,7 +86,9 @@ class Quantizer:
         try:
             return cls(bits, np.array(borders, dtype=float), np.array(levels, dtype=float))
         except (TypeError, ValueError) as e:
-            raise ConfigError(f"quantizer {cls.kind}: borders/levels must be numbers ({e})") from None
+            raise ConfigError(
+                f"quantizer {cls.kind}: borders/levels must be numbers ({e})"
+            ) from None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Quantizer) and self.to_config() == other.to_config()
@@ -109,9 +111,9 @@ class Quantizer:
     def codes(self, z: np.ndarray, row0: int = 0) -> np.ndarray:
         """Codes (uint8, same shape as z).  ``z <= t_i`` falls in the lower cell.
         ``row0`` (global index of z's first row) only matters for stochastic kinds."""
-        return np.searchsorted(self._borders32, z.astype(np.float32, copy=False), side="left").astype(
-            np.uint8
-        )
+        return np.searchsorted(
+            self._borders32, z.astype(np.float32, copy=False), side="left"
+        ).astype(np.uint8)
 
     def encode_rows(self, z: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Quantize and pack a chunk: ``(packed uint8 (n, row_bytes), norms float32 (n,))``,

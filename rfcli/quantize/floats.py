@@ -21,7 +21,9 @@ class FloatQuantizer(Quantizer):
 
     def __init__(self, bits: int = 32):
         if bits not in _DTYPES:
-            raise UsageError(f"quantizer 'none' stores float16 or float32: bits must be 16 or 32, got {bits}")
+            raise UsageError(
+                f"quantizer 'none' stores float16 or float32: bits must be 16 or 32, got {bits}"
+            )
         self.bits = bits
         self.dtype = _DTYPES[bits]
         self.borders = np.empty(0)

@@ -43,7 +43,19 @@ def test_fit_quantizer_json(tmp_path):
 
 def test_encode_inspect_decode(tmp_path, letter_small):
     store = tmp_path / "s.zarr"
-    r = invoke("encode", letter_small, "-o", store, "--label", "label", "-m", "128", "-b", "2", "--normalize-rows")
+    r = invoke(
+        "encode",
+        letter_small,
+        "-o",
+        store,
+        "--label",
+        "label",
+        "-m",
+        "128",
+        "-b",
+        "2",
+        "--normalize-rows",
+    )
     assert r.exit_code == 0, r.output
     assert "gamma = " in r.stderr and "wrote" in r.stderr
     assert r.stdout == ""  # results only on stdout; diagnostics on stderr
@@ -62,7 +74,18 @@ def test_encode_inspect_decode(tmp_path, letter_small):
 def test_encode_with_quantizer_file(tmp_path, letter_small):
     q = tmp_path / "q.json"
     invoke("fit-quantizer", "--kind", "uniform", "-b", "3", "-o", q)
-    r = invoke("encode", letter_small, "-o", tmp_path / "s.zarr", "--label", "label", "-m", "16", "--quantizer-file", q)
+    r = invoke(
+        "encode",
+        letter_small,
+        "-o",
+        tmp_path / "s.zarr",
+        "--label",
+        "label",
+        "-m",
+        "16",
+        "--quantizer-file",
+        q,
+    )
     assert r.exit_code == 0, r.output
     assert FeatureStore(os.fspath(tmp_path / "s.zarr")).encoder.quantizer.kind == "uniform"
     r = invoke("encode", letter_small, "-o", tmp_path / "t.zarr", "-b", "2", "--quantizer-file", q)
@@ -95,23 +118,45 @@ def test_missing_input_and_bad_store(tmp_path):
 
 
 def test_env_defaults(tmp_path, letter_small):
-    r = invoke("encode", letter_small, "-o", tmp_path / "s.zarr", "--label", "label", env={"RFCLI_ENCODE_FEATURES": "40"})
+    r = invoke(
+        "encode",
+        letter_small,
+        "-o",
+        tmp_path / "s.zarr",
+        "--label",
+        "label",
+        env={"RFCLI_ENCODE_FEATURES": "40"},
+    )
     assert r.exit_code == 0, r.output
     assert FeatureStore(os.fspath(tmp_path / "s.zarr")).n_features == 40
 
 
 def rfcli_proc(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "rfcli", *map(str, args)], capture_output=True, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "rfcli", *map(str, args)], capture_output=True, **kw
+    )
 
 
 def test_subprocess_stdin_csv_and_exit_codes(tmp_path, letter_small_csv):
     data = letter_small_csv.read_bytes()
     out = tmp_path / "stdin.zarr"
-    p = rfcli_proc("encode", "-", "-o", out, "--label", "label", "-m", "32", "--standardize", input=data)
+    p = rfcli_proc(
+        "encode", "-", "-o", out, "--label", "label", "-m", "32", "--standardize", input=data
+    )
     assert p.returncode == 0, p.stderr.decode()
     assert FeatureStore(os.fspath(out)).n_rows == 600
     # same result as from the file
-    p2 = rfcli_proc("encode", letter_small_csv, "-o", tmp_path / "file.zarr", "--label", "label", "-m", "32", "--standardize")
+    p2 = rfcli_proc(
+        "encode",
+        letter_small_csv,
+        "-o",
+        tmp_path / "file.zarr",
+        "--label",
+        "label",
+        "-m",
+        "32",
+        "--standardize",
+    )
     assert p2.returncode == 0
     a = FeatureStore(os.fspath(out)).group["codes"][:]
     b = FeatureStore(os.fspath(tmp_path / "file.zarr")).group["codes"][:]
@@ -121,7 +166,9 @@ def test_subprocess_stdin_csv_and_exit_codes(tmp_path, letter_small_csv):
 
 
 def test_subprocess_non_numeric_and_nan(tmp_path):
-    path = write_parquet(tmp_path / "d.parquet", a=np.array([1.0, 2.0, np.nan]), s=np.array(["x", "y", "z"]))
+    path = write_parquet(
+        tmp_path / "d.parquet", a=np.array([1.0, 2.0, np.nan]), s=np.array(["x", "y", "z"])
+    )
     p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1")
     assert p.returncode == 2 and b"row 2" in p.stderr and b"--on-nan" in p.stderr
     p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1", "--columns", "a,s")

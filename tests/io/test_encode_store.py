@@ -5,7 +5,6 @@ import os
 import pathlib
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -40,7 +39,14 @@ def run(src, out, chunk_rows=8192, threads=1, **kw):
 
 @pytest.mark.parametrize("quantizer,bits", [("lm", 2), ("stoc", 3), ("lm2", 5)])
 def test_byte_identical_for_chunk_sizes_and_threads(tmp_path, letter_small, quantizer, bits):
-    kw = dict(label="label", quantizer=quantizer, bits=bits, n_features=200, standardize=True, normalize_rows=True)
+    kw = dict(
+        label="label",
+        quantizer=quantizer,
+        bits=bits,
+        n_features=200,
+        standardize=True,
+        normalize_rows=True,
+    )
     a = run(letter_small, tmp_path / "a.zarr", chunk_rows=600, threads=1, **kw)
     b = run(letter_small, tmp_path / "b.zarr", chunk_rows=77, threads=3, **kw)
     c = run(letter_small, tmp_path / "c.zarr", chunk_rows=1, threads=2, **kw)
@@ -56,13 +62,25 @@ def test_csv_and_parquet_inputs_give_the_same_codes(tmp_path, letter_small, lett
 
 
 def test_like_reproduces_training_map(tmp_path, letter_small):
-    train = run(letter_small, tmp_path / "train.zarr", label="label", n_features=128, standardize=True)
-    again = run(letter_small, tmp_path / "again.zarr", like=os.fspath(tmp_path / "train.zarr"), chunk_rows=99)
+    train = run(
+        letter_small, tmp_path / "train.zarr", label="label", n_features=128, standardize=True
+    )
+    again = run(
+        letter_small,
+        tmp_path / "again.zarr",
+        like=os.fspath(tmp_path / "train.zarr"),
+        chunk_rows=99,
+    )
     assert again.encoder.fingerprint() == train.encoder.fingerprint()
-    s1, s2 = FeatureStore(os.fspath(tmp_path / "train.zarr")), FeatureStore(os.fspath(tmp_path / "again.zarr"))
+    s1, s2 = (
+        FeatureStore(os.fspath(tmp_path / "train.zarr")),
+        FeatureStore(os.fspath(tmp_path / "again.zarr")),
+    )
     np.testing.assert_array_equal(s1.group["codes"][:], s2.group["codes"][:])
     np.testing.assert_array_equal(s1.labels(), s2.labels())  # label picked up from the like store
-    assert chunk_files_digest(tmp_path / "train.zarr") == chunk_files_digest(tmp_path / "again.zarr")
+    assert chunk_files_digest(tmp_path / "train.zarr") == chunk_files_digest(
+        tmp_path / "again.zarr"
+    )
 
 
 def test_like_with_missing_columns_is_clear(tmp_path, letter_small):
@@ -98,7 +116,14 @@ def test_store_contents_labels_ids_and_metadata(tmp_path):
 
 def test_decoded_features_estimate_the_kernel(tmp_path, letter_small):
     # b = none (float32): decoded F F^T is the plain RFF estimate; check against exact kernel
-    run(letter_small, tmp_path / "f.zarr", label="label", n_features=4096, quantizer="none", gamma=0.01)
+    run(
+        letter_small,
+        tmp_path / "f.zarr",
+        label="label",
+        n_features=4096,
+        quantizer="none",
+        gamma=0.01,
+    )
     st = FeatureStore(os.fspath(tmp_path / "f.zarr"))
     F = np.concatenate([f for _, f in st.iter_features(chunk_rows=128)])[:50].astype(np.float64)
     X = letter_matrix(50)
@@ -172,7 +197,14 @@ def test_default_output_path_beside_input(tmp_path):
 
 
 def test_standardize_statistics_match_numpy(tmp_path, letter_small):
-    res = run(letter_small, tmp_path / "s.zarr", label="label", n_features=8, standardize=True, chunk_rows=37)
+    res = run(
+        letter_small,
+        tmp_path / "s.zarr",
+        label="label",
+        n_features=8,
+        standardize=True,
+        chunk_rows=37,
+    )
     X = letter_matrix(600)
     np.testing.assert_allclose(res.encoder.preprocess.mean_, X.mean(0), rtol=1e-12)
     np.testing.assert_allclose(res.encoder.preprocess.scale_, X.std(0), rtol=1e-12)
@@ -184,7 +216,9 @@ def test_arccos_maps_quantizer_rules(tmp_path, letter_small):
     r1 = run(letter_small, tmp_path / "a1.zarr", kernel="arccos1", n_features=64, label="label")
     assert r1.encoder.quantizer.kind == "none"
     st = FeatureStore(os.fspath(tmp_path / "a1.zarr"))
-    np.testing.assert_allclose(st.group["row_scale"][:], np.linalg.norm(letter_matrix(600), axis=1), rtol=1e-5)
+    np.testing.assert_allclose(
+        st.group["row_scale"][:], np.linalg.norm(letter_matrix(600), axis=1), rtol=1e-5
+    )
     from rfcli.errors import UsageError
 
     with pytest.raises(UsageError, match="does not fit"):

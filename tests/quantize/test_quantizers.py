@@ -14,9 +14,13 @@ def arcsine_integral(h, a, b):
     """int_a^b h(z) / (pi sqrt(1 - z^2)) dz by adaptive quadrature; cells touching +-1
     use quad's algebraic end-point weight for the (1 -+ z)^(-1/2) singularity."""
     if b >= 1.0:
-        return quad(lambda z: h(z) / (np.pi * np.sqrt(1 + z)), a, 1.0, weight="alg", wvar=(0, -0.5))[0]
+        return quad(
+            lambda z: h(z) / (np.pi * np.sqrt(1 + z)), a, 1.0, weight="alg", wvar=(0, -0.5)
+        )[0]
     if a <= -1.0:
-        return quad(lambda z: h(z) / (np.pi * np.sqrt(1 - z)), -1.0, b, weight="alg", wvar=(-0.5, 0))[0]
+        return quad(
+            lambda z: h(z) / (np.pi * np.sqrt(1 - z)), -1.0, b, weight="alg", wvar=(-0.5, 0)
+        )[0]
     return quad(lambda z: h(z) / (np.pi * np.sqrt(1 - z * z)), a, b)[0]
 
 
