@@ -90,11 +90,12 @@ class Encoder:
     ) -> np.ndarray:
         """Decoded features, float32: ``F(x).F(y)`` estimates k(x, y) (plain estimator), or
         unit rows ``Q(z)/||Q(z)||`` with ``normalized`` (seed 000's normalized estimator)."""
-        F = self.quantizer.decode_rows(packed, self.n_features)
         if normalized:
+            F = self.quantizer.decode_rows(packed, self.n_features)
             safe = np.where(norms > 0, norms, np.float32(1)).astype(np.float32)
-            return F / safe[:, None]
-        F = F * np.float32(self.fmap.feature_scale)
+            F /= safe[:, None]
+            return F
+        F = self.quantizer.decode_rows(packed, self.n_features, scale=self.fmap.feature_scale)
         if row_scale is not None:
             F *= row_scale[:, None]
         return F

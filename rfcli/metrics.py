@@ -29,3 +29,97 @@ def kernel_errors(K: np.ndarray, K_hat: np.ndarray) -> dict[str, float]:
         "beta_frobenius": beta_f,
         "rel_frobenius_scaled": float(np.linalg.norm(K - beta_f * K_hat) / fro_K),
     }
+
+
+def _sym_eig_extremes(M: np.ndarray) -> tuple[float, float]:
+    e = np.linalg.eigvalsh((M + M.T) / 2)
+    return float(e[0]), float(e[-1])
+
+
+def spectral_approximation(K: np.ndarray, K_hat: np.ndarray, lam: float) -> dict[str, float]:
+    """Zhang et al.'s spectral approximation (seed 000 section 5.3, seed 004): with
+    ``A = K + lam I`` and ``M(beta) = A^{-1/2} (beta K_hat + lam I) A^{-1/2}``,
+    ``Delta1 = 1 - e_min``, ``Delta2 = e_max - 1`` at beta = 1, ``delta2* = min_beta
+    max(Delta1, Delta2)``, and the condition number of M(1)."""
+    from scipy.optimize import minimize_scalar
+
+    K = np.asarray(K, dtype=np.float64)
+    K_hat = np.asarray(K_hat, dtype=np.float64)
+    e, U = np.linalg.eigh(K)
+    inv_sqrt = (U / np.sqrt(np.maximum(e, 0.0) + lam)) @ U.T
+    B = inv_sqrt @ K_hat @ inv_sqrt
+    Ainv = inv_sqrt @ inv_sqrt
+
+    def extremes(beta):
+        return _sym_eig_extremes(beta * B + lam * Ainv)
+
+    lo, hi = extremes(1.0)
+
+    def worst(beta):
+        a, b = extremes(beta)
+        return max(1 - a, b - 1)
+
+    opt = minimize_scalar(worst, bounds=(1e-3, 1e3), method="bounded", options={"xatol": 1e-4})
+    return {
+        "lambda": lam,
+        "delta1": 1 - lo,
+        "delta2": hi - 1,
+        "delta2_star": float(min(opt.fun, max(1 - lo, hi - 1))),
+        "beta_delta": float(opt.x),
+        "condition_number": hi / lo if lo > 0 else float("inf"),
+    }
+
+
+def scaled_spectral_error(K: np.ndarray, K_hat: np.ndarray) -> tuple[float, float]:
+    """``min_beta ||K - beta K_hat||_2 / ||K||_2`` (1-D minimisation) and the best beta."""
+    from scipy.optimize import minimize_scalar
+
+    spec = np.linalg.norm(K, 2)
+
+    def err(beta):
+        lo, hi = _sym_eig_extremes(K - beta * K_hat)
+        return max(abs(lo), abs(hi))
+
+    opt = minimize_scalar(err, bounds=(1e-3, 1e3), method="bounded", options={"xatol": 1e-4})
+    return float(min(opt.fun, err(1.0)) / spec), float(opt.x)
+
+
+def classification_metrics(true_idx: np.ndarray, pred_idx: np.ndarray, n_classes: int) -> dict[str, float]:
+    """Accuracy and macro-F1 (classes absent from both truth and prediction are skipped).
+    ``true_idx`` may hold -1 for labels unseen in training (always wrong)."""
+    true_idx = np.asarray(true_idx)
+    pred_idx = np.asarray(pred_idx)
+    n = len(true_idx)
+    acc = float(np.mean(true_idx == pred_idx)) if n else float("nan")
+    f1s = []
+    for c in range(n_classes):
+        tp = np.sum((pred_idx == c) & (true_idx == c))
+        fp = np.sum((pred_idx == c) & (true_idx != c))
+        fn = np.sum((pred_idx != c) & (true_idx == c))
+        if tp + fp + fn:
+            f1s.append(2 * tp / (2 * tp + fp + fn))
+    return {"accuracy": acc, "macro_f1": float(np.mean(f1s)) if f1s else float("nan")}
+
+
+class RegressionAccumulator:
+    """Streaming MSE, RMSE and R^2 (float64 sums)."""
+
+    def __init__(self):
+        self.n = 0
+        self.sse = 0.0
+        self.sy = 0.0
+        self.syy = 0.0
+
+    def update(self, y: np.ndarray, pred: np.ndarray) -> None:
+        y = np.asarray(y, dtype=np.float64)
+        self.n += len(y)
+        self.sse += float(np.sum((y - pred) ** 2))
+        self.sy += float(y.sum())
+        self.syy += float((y * y).sum())
+
+    def result(self) -> dict[str, float]:
+        if not self.n:
+            return {"mse": float("nan"), "rmse": float("nan"), "r2": float("nan")}
+        mse = self.sse / self.n
+        var = self.syy / self.n - (self.sy / self.n) ** 2
+        return {"mse": mse, "rmse": float(np.sqrt(mse)), "r2": 1 - mse / var if var > 0 else float("nan")}

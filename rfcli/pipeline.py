@@ -11,9 +11,8 @@ import os
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -22,26 +21,9 @@ from rfcli.errors import InputError, UsageError
 from rfcli.io.readers import Selection, Source, iter_chunks, open_source, select_columns
 from rfcli.io.store import FeatureStore, StoreWriter
 from rfcli.maps import ColumnStats, Preprocessor, make_map
+from rfcli.progress import NullProgress, Progress
 from rfcli.quantize import Quantizer, make_quantizer
 from rfcli.random import keyed_uniform
-
-
-class ProgressTask(Protocol):
-    def advance(self, n: int) -> None: ...
-
-
-class Progress(Protocol):
-    def task(self, description: str, total: int | None) -> AbstractContextManager[ProgressTask]: ...
-
-
-class _NullTask:
-    def advance(self, n: int) -> None:
-        pass
-
-
-class NullProgress:
-    def task(self, description, total):
-        return nullcontext(_NullTask())
 
 
 @dataclass
@@ -276,7 +258,7 @@ def decode(
                 r1 = row0 + len(F)
                 cols = dict(store.ids(row0, r1))
                 if label:
-                    cols[label] = _label_values(store, row0, r1)
+                    cols[label] = store.label_values(row0, r1)
                 writer.write(F, cols)
                 task.advance(len(F))
         writer.close()
@@ -284,9 +266,3 @@ def decode(
         writer.abort()
         raise
     return store.n_rows
-
-
-def _label_values(store: FeatureStore, start: int, stop: int) -> np.ndarray:
-    lab = store.labels(start, stop)
-    classes = (store.label_info or {}).get("classes")
-    return np.asarray(classes, dtype=object)[lab] if classes is not None else lab

@@ -73,4 +73,13 @@ def main() -> None:
     cli(prog_name="rfcli")
 
 
-from rfcli.cli import decode, encode, fit_quantizer, inspect  # noqa: E402,F401  (register commands)
+from rfcli.cli import (  # noqa: E402,F401  (register commands)
+    decode,
+    encode,
+    evaluate,
+    fit_quantizer,
+    inspect,
+    predict,
+    sweep,
+    train,
+)

@@ -348,6 +348,14 @@ class FeatureStore:
             return None
         return self.group["label"][start:stop]
 
+    def label_values(self, start: int = 0, stop: int | None = None) -> np.ndarray | None:
+        """Labels as in the input: class text for category labels, else the numbers."""
+        lab = self.labels(start, stop)
+        classes = (self.label_info or {}).get("classes")
+        if lab is None or classes is None:
+            return lab
+        return np.asarray(classes, dtype=object)[lab]
+
     def ids(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
         return {k: self.group[f"ids/{k}"][start:stop] for k in self.meta.get("ids", [])}
 

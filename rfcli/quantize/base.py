@@ -122,15 +122,28 @@ class Quantizer:
         norms = np.sqrt(self._sq_levels[codes].sum(axis=1)).astype(np.float32)
         return pack_codes(codes, self.bits), norms
 
-    def decode_rows(self, packed: np.ndarray, n_features: int) -> np.ndarray:
-        """Unpack and decode: float32 (n, n_features) reconstruction levels ``Q(z)``."""
+    def decode_rows(self, packed: np.ndarray, n_features: int, scale: float = 1.0) -> np.ndarray:
+        """Unpack and decode: float32 (n, n_features) values ``scale * Q(z)``.
+
+        For b in {1, 2, 4, 8} this is one gather through a 256-entry byte table with the
+        scale folded in (no intermediate code array, no second pass for the scale)."""
         if self._lut is not None:
             if packed.shape[1] != self.row_bytes(n_features):
                 raise ValueError("packed row width does not match the quantizer")
-            return self._lut[packed].reshape(packed.shape[0], self._lut.shape[1] * packed.shape[1])[
-                :, :n_features
-            ]
-        return self._levels32[unpack_codes(packed, self.bits, n_features)]
+            lut = self._scaled_lut(scale)
+            out = lut[packed].reshape(packed.shape[0], lut.shape[1] * packed.shape[1])
+            return out if out.shape[1] == n_features else out[:, :n_features]
+        # float32 product, exactly as scaling decoded float32 levels would give
+        levels = self._levels32 if scale == 1.0 else self._levels32 * np.float32(scale)
+        return levels[unpack_codes(packed, self.bits, n_features)]
+
+    def _scaled_lut(self, scale: float) -> np.ndarray:
+        if scale == 1.0:
+            return self._lut
+        cache = self.__dict__.setdefault("_lut_cache", {})
+        if scale not in cache:
+            cache[scale] = self._lut * np.float32(scale)
+        return cache[scale]
 
 
 def check_bits(bits: int, lo: int = 1, hi: int = 8) -> int:

@@ -54,7 +54,10 @@ class FloatQuantizer(Quantizer):
         norms = np.sqrt(np.einsum("ij,ij->i", vals, vals, dtype=np.float64)).astype(np.float32)
         return vals.view(np.uint8), norms
 
-    def decode_rows(self, packed, n_features):
+    def decode_rows(self, packed, n_features, scale=1.0):
         if packed.shape[1] != self.row_bytes(n_features):
             raise ValueError("packed row width does not match the quantizer")
-        return np.ascontiguousarray(packed).view(self.dtype).astype(np.float32)
+        F = np.ascontiguousarray(packed).view(self.dtype).astype(np.float32)
+        if scale != 1.0:
+            F *= np.float32(scale)
+        return F

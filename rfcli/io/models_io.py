@@ -1,0 +1,86 @@
+"""Model files: one ``.npz`` archive holding JSON metadata (as a unicode array, entry
+``__meta__``) and NumPy arrays, read back with ``allow_pickle=False``.  The metadata
+embeds the encoder (map, preprocessing, quantizer, with its arrays) and the fingerprint of
+the store the model was trained on, so raw data can be encoded exactly the same way."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from rfcli._version import __version__
+from rfcli.encoder import Encoder
+from rfcli.errors import ConfigError, InputError, OutputError
+from rfcli.learn.linear import LinearModel
+from rfcli.registry import require
+
+MODEL_FORMAT = "rfcli-model"
+MODEL_FORMAT_VERSION = 1
+
+
+def save_model(path: str, model: LinearModel, encoder: Encoder, extra: dict[str, Any] | None = None, overwrite=False):
+    if os.path.exists(path) and not overwrite:
+        raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
+    mcfg, marrays = model.to_state()
+    ecfg, earrays = encoder.to_state()
+    meta = {
+        "format": MODEL_FORMAT,
+        "format_version": MODEL_FORMAT_VERSION,
+        "rfcli_version": __version__,
+        "model": mcfg,
+        "encoder": ecfg,
+        "fingerprint": encoder.fingerprint(),
+        **(extra or {}),
+    }
+    arrays = {f"model/{k}": v for k, v in marrays.items()}
+    arrays.update({f"encoder/{k}": v for k, v in earrays.items()})
+    arrays["__meta__"] = np.array(json.dumps(meta))
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise OutputError(f"{path}: directory {parent} does not exist or is not writable")
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-model-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_model(path: str) -> tuple[LinearModel, Encoder, dict[str, Any]]:
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such model file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+        raise ConfigError(f"{path}: not an rfcli model file ({e})") from None
+    try:
+        meta = json.loads(str(arrays.pop("__meta__")))
+    except (KeyError, json.JSONDecodeError):
+        raise ConfigError(f"{path}: not an rfcli model file (no metadata)") from None
+    if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
+        raise ConfigError(f"{path}: not an rfcli model file")
+    if meta.get("format_version") != MODEL_FORMAT_VERSION:
+        raise ConfigError(f"{path}: model format version {meta.get('format_version')!r} is not supported")
+
+    def sub(prefix):
+        return {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+
+    try:
+        encoder = Encoder.from_state(require(meta, "encoder", dict, path), sub("encoder/"))
+        model = LinearModel.from_state(require(meta, "model", dict, path), sub("model/"))
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    if model.n_features != encoder.n_features:
+        raise ConfigError(f"{path}: model has {model.n_features} weights for {encoder.n_features} features")
+    if meta.get("fingerprint") != encoder.fingerprint():
+        raise ConfigError(f"{path}: the embedded encoder does not match its recorded fingerprint (corrupt file?)")
+    return model, encoder, meta

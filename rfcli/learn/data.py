@@ -1,0 +1,160 @@
+"""Feature chunks for learners: decoded from a store (several passes, optional in-memory
+cache of the *packed* codes) or encoded on the fly from raw input.  The float feature
+matrix is never materialized whole: each pass decodes a chunk, hands it over, drops it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rfcli.encoder import EncodedChunk, Encoder
+from rfcli.errors import InputError, UsageError
+from rfcli.io.readers import iter_chunks, open_source, select_columns
+from rfcli.io.store import FeatureStore
+from rfcli.random import keyed_uniform
+
+#: packed codes up to this size are kept in memory between passes (compressed: 2-bit
+#: codes of 1M rows x 4096 features are 1 GiB)
+DEFAULT_CACHE_BYTES = 1 << 30
+
+
+@dataclass
+class Batch:
+    row0: int
+    F: np.ndarray  # float32 (n, m) decoded features
+    y: np.ndarray | None  # label values as in the input (numbers or class text)
+    ids: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.F.shape[0]
+
+
+def validation_mask(seed: int, row0: int, n: int, fraction: float) -> np.ndarray:
+    """True for rows in the validation split: a hash of (seed, global row) < fraction, so the
+    split does not depend on chunking."""
+    if fraction <= 0:
+        return np.zeros(n, dtype=bool)
+    return keyed_uniform(seed + 7919, np.arange(row0, row0 + n), 1)[:, 0] < fraction
+
+
+class StoreData:
+    """Passes over a store's decoded features and labels."""
+
+    def __init__(
+        self,
+        store: FeatureStore,
+        normalized: bool = False,
+        chunk_rows: int | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ):
+        self.store = store
+        self.encoder: Encoder = store.encoder
+        self.normalized = normalized
+        self.chunk_rows = chunk_rows or min(store.chunk_rows, 8192)
+        self.n_rows = store.n_rows
+        packed_bytes = store.n_rows * store.layout["row_bytes"]
+        self._cache: list[tuple[EncodedChunk, np.ndarray | None]] | None = (
+            [] if packed_bytes <= cache_bytes else None
+        )
+        self._cached = False
+
+    @property
+    def label_name(self) -> str | None:
+        return (self.store.label_info or {}).get("name")
+
+    def _encoded(self) -> Iterator[tuple[EncodedChunk, np.ndarray | None]]:
+        if self._cached:
+            yield from self._cache
+            return
+        fill = self._cache is not None
+        for ch in self.store.iter_encoded(self.chunk_rows):
+            item = (ch, self.store.label_values(ch.row0, ch.row0 + len(ch.packed)))
+            if fill:
+                self._cache.append(item)
+            yield item
+        self._cached = fill
+
+    def labels(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(row0, label values) per chunk, without decoding features."""
+        if self.label_name is None:
+            raise InputError(f"{self.store.path}: the store has no label column (encode with --label)")
+        for ch, y in self._encoded():
+            yield ch.row0, y
+
+    def batches(self, with_ids: bool = False) -> Iterator[Batch]:
+        dec = self.encoder.decode
+        for ch, y in self._encoded():
+            n = len(ch.packed)
+            ids = self.store.ids(ch.row0, ch.row0 + n) if with_ids else {}
+            yield Batch(ch.row0, dec(ch.packed, ch.norms, ch.row_scale, self.normalized), y, ids)
+
+
+class RawData:
+    """One pass over raw input, encoded on the fly with a model's encoder."""
+
+    def __init__(
+        self,
+        path: str,
+        encoder: Encoder,
+        normalized: bool,
+        label: str | None,
+        ids: list[str] | None = None,
+        chunk_rows: int = 8192,
+        fmt: str | None = None,
+        require_label: bool = False,
+        on_nan: str = "error",
+    ):
+        self.encoder, self.normalized = encoder, normalized
+        self.source = open_source(path, fmt)
+        missing = [c for c in encoder.columns if c not in self.source.names]
+        if missing:
+            raise InputError(
+                f"{path}: column(s) {', '.join(map(repr, missing[:8]))} the model's map needs "
+                "are missing"
+            )
+        if label is not None and label not in self.source.names:
+            if require_label:
+                raise InputError(f"{path}: label column {label!r} not found")
+            label = None
+        ids = [i for i in (ids or []) if i in self.source.names]
+        self.label_name = label
+        self.sel = select_columns(self.source, encoder.columns, label, ids)
+        self.chunk_rows, self.on_nan = chunk_rows, on_nan
+        self.n_rows = self.source.num_rows
+
+    def batches(self, with_ids: bool = True) -> Iterator[Batch]:
+        enc = self.encoder
+        for ch in iter_chunks(self.source, self.sel, self.chunk_rows, self.on_nan):
+            e = enc.encode_chunk(ch.X, ch.row0)
+            yield Batch(ch.row0, enc.decode(e.packed, e.norms, e.row_scale, self.normalized), ch.label, ch.ids)
+
+
+def open_data(
+    path: str,
+    encoder: Encoder,
+    normalized: bool,
+    label: str | None,
+    ids: list[str] | None = None,
+    require_label: bool = False,
+    chunk_rows: int = 8192,
+):
+    """A store encoded with ``encoder`` (checked by fingerprint) or raw data."""
+    import os
+
+    if os.path.isdir(path) and os.path.isfile(os.path.join(path, "zarr.json")):
+        import zarr
+
+        attrs = dict(zarr.open_group(path, mode="r").attrs)
+        if "rfcli" in attrs:
+            store = FeatureStore(path)
+            encoder.check_same(store.encoder, what=f"store {path}")
+            data = StoreData(store, normalized)
+            if require_label and data.label_name is None:
+                raise InputError(f"{path}: the store has no label column")
+            return data
+    if not isinstance(normalized, bool):
+        raise UsageError("normalized must be a boolean")
+    return RawData(path, encoder, normalized, label, ids, chunk_rows, require_label=require_label)

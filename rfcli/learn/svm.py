@@ -1,0 +1,142 @@
+"""L2-regularized linear SVM on random features (SPEC 3.1), one-vs-rest for K > 2 classes.
+
+Primal, all classes at once (the objective is separable over classes)::
+
+    min_{W,b}  1/2 ||W||_F^2 + C sum_i sum_k loss(1 - y_ik (phi_i'w_k + b_k)),  y_ik in {-1, +1}
+
+with ``loss(u) = max(0, u)^2`` (squared hinge, default) or ``max(0, u)`` (hinge).
+Solved by L-BFGS-B (scipy) with exact full-pass gradients: each function evaluation is
+one pass over the data, decoding a chunk, using it and dropping it.  The problem is
+preconditioned with the Gram matrix of the features (one extra pass, the same statistics
+as ridge regression): L-BFGS runs in ``V = L'[W; b]``, ``L L' = I + 2 C rho Phi'Phi``, which
+cuts the passes needed by an order of magnitude on random features (whose covariance
+spectrum decays like the kernel's).  Stops when the relative objective reduction is below
+``tol`` (scipy's ftol).  The squared hinge is
+differentiable with a Lipschitz gradient, so L-BFGS converges properly.  The hinge is
+not differentiable; it is minimized through Huber-smoothed hinges with width delta
+decreasing 0.5 -> 0.05 -> 0.005 (warm-started); the smoothed objective is within
+``C n delta / 2`` of the hinge objective, which is reported exactly at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.optimize import minimize
+
+from rfcli.learn.linear import MODELS, LinearModel
+
+LOSSES = ("squared_hinge", "hinge")
+
+
+@MODELS.register("svm")
+class LinearSVM(LinearModel):
+    kind = "svm"
+
+    def scores(self, F):
+        s = super().scores(F)
+        # binary problems keep one weight vector: class 1 vs class 0
+        return np.column_stack((-s[:, 0], s[:, 0])) if self.W.shape[1] == 1 else s
+
+
+def _loss(u: np.ndarray, loss: str, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Loss values and derivatives at margins violations u = 1 - y f."""
+    if loss == "squared_hinge":
+        a = np.maximum(u, 0.0)
+        return a * a, 2.0 * a
+    if delta <= 0:
+        return np.maximum(u, 0.0), (u > 0).astype(u.dtype)
+    quad = (u > 0) & (u < delta)
+    lin = u >= delta
+    val = np.where(lin, u - delta / 2, np.where(quad, u * u / (2 * delta), 0.0))
+    der = np.where(lin, 1.0, np.where(quad, u / delta, 0.0))
+    return val, der
+
+
+def fit_svm(
+    passes: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]],
+    m: int,
+    k: int,
+    C: float,
+    loss: str = "squared_hinge",
+    fit_intercept: bool = True,
+    max_iter: int = 1000,
+    tol: float = 1e-7,
+    warm: tuple[np.ndarray, np.ndarray] | None = None,
+    gram: np.ndarray | None = None,
+    rho: float = 0.1,
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Minimize the primal; ``passes()`` yields (F float32 (n, m), Ypm float (n, k) in {-1, +1})
+    chunks for one pass.  Returns W (m, k), b (k,), and a report.
+
+    ``gram``: the (m+1, m+1) Gram matrix of ``[phi, 1]`` over the rows, for preconditioning:
+    L-BFGS runs in variables ``V = L' [W; b]`` with ``L L' = diag(1..1, 0) + 2 C rho gram``,
+    an approximation of the Hessian when a fraction rho of the margins is active.
+    """
+    state = {"evals": 0}
+    p = m + 1 if fit_intercept else m
+    if gram is not None:
+        R = 2.0 * C * rho * gram[:p, :p]
+        R[np.arange(m), np.arange(m)] += 1.0
+        if fit_intercept:
+            R[m, m] += 1e-9 * max(R[m, m], 1.0)
+        L = np.linalg.cholesky(R)  # lower
+    else:
+        L = None
+
+    def to_wb(theta):
+        V = theta.reshape(p, k)
+        X = sla.solve_triangular(L, V, lower=True, trans="T") if L is not None else V
+        return X[:m], (X[m] if fit_intercept else np.zeros(k))
+
+    def objective(theta: np.ndarray, delta: float) -> tuple[float, np.ndarray]:
+        W, b = to_wb(theta)
+        W32 = W.astype(np.float32)
+        gW = np.zeros((m, k))
+        gb = np.zeros(k)
+        total = 0.0
+        for F, Y in passes():
+            u = 1.0 - Y * ((F @ W32).astype(np.float64) + b)
+            val, der = _loss(u, loss, delta)
+            total += val.sum()
+            gS = -(C * der * Y)
+            gW += (F.T @ gS.astype(np.float32)).astype(np.float64)
+            gb += gS.sum(0)
+        state["evals"] += 1
+        f = 0.5 * np.sum(W * W) + C * total
+        g = np.vstack([gW + W, gb[None, :]]) if fit_intercept else gW + W
+        if L is not None:
+            g = sla.solve_triangular(L, g, lower=True)
+        return f, g.ravel()
+
+    theta = np.zeros(p * k)
+    if warm is not None:
+        X = np.vstack([warm[0], warm[1][None, :]]) if fit_intercept else warm[0]
+        theta = (L.T @ X if L is not None else X).ravel()
+    deltas = [0.0] if loss == "squared_hinge" else [0.5, 0.05, 0.005]
+    iters, converged, message = 0, True, ""
+    for delta in deltas:
+        res = minimize(
+            objective,
+            theta,
+            args=(delta,),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-5, "maxcor": 20},
+        )
+        theta, iters = res.x, iters + res.nit
+        converged, message = converged and bool(res.success), str(res.message)
+    final, _ = objective(theta, 0.0)
+    W, b = to_wb(theta)
+    report = {
+        "C": C,
+        "loss": loss,
+        "iterations": int(iters),
+        "passes": int(state["evals"]),
+        "objective": float(final),
+        "converged": converged,
+        "message": message,
+    }
+    return W, b, report

@@ -1,0 +1,128 @@
+"""The seed-000 comparison in one call: for each (m, quantizer, b) encode train and test,
+train, evaluate; rows of accuracy (or MSE) against bits per sample."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from typing import Any
+
+from rfcli.errors import UsageError
+from rfcli.pipeline import EncodeSettings, ReadSettings, encode
+from rfcli.progress import NullProgress, Progress
+from rfcli.training import TrainSettings, evaluate, train
+
+
+def parse_bits(values: list[str]) -> list[int | str]:
+    out: list[int | str] = []
+    for v in values:
+        if v == "none":
+            out.append("none")
+        else:
+            try:
+                b = int(v)
+            except ValueError:
+                raise UsageError(f"--bits: {v!r} is neither an integer nor 'none'") from None
+            if not 1 <= b <= 8:
+                raise UsageError(f"--bits: {b} is outside 1..8")
+            out.append(b)
+    return out
+
+
+def sweep(
+    train_path: str,
+    test_path: str,
+    *,
+    bits: list[int | str],
+    features: list[int],
+    quantizers: list[str],
+    encode_settings: EncodeSettings,
+    read: ReadSettings,
+    train_settings: TrainSettings,
+    workdir: str | None = None,
+    keep: bool = False,
+    progress: Progress | None = None,
+    on_result=None,
+) -> list[dict[str, Any]]:
+    progress = progress or NullProgress()
+    own = workdir is None
+    workdir = workdir or tempfile.mkdtemp(prefix="rfcli-sweep-")
+    os.makedirs(workdir, exist_ok=True)
+    combos: list[tuple[int, str, int]] = []
+    for m in features:
+        for b in bits:
+            if b == "none":
+                combos.append((m, "none", 32))
+            else:
+                combos.extend((m, q, b) for q in quantizers)
+    combos = list(dict.fromkeys(combos))
+    results = []
+    gamma = encode_settings.gamma
+    try:
+        for m, q, b in combos:
+            tag = f"m{m}.{q}{b}"
+            tr, te = os.path.join(workdir, f"train.{tag}.zarr"), os.path.join(workdir, f"test.{tag}.zarr")
+            t0 = time.perf_counter()
+            es = replace(encode_settings, n_features=m, quantizer=q, bits=b, gamma=gamma)
+            res = encode(train_path, tr, es, read, overwrite=True, progress=progress)
+            gamma = getattr(res.encoder.fmap, "gamma_", None) or gamma  # same kernel for every combo
+            encode(test_path, te, like=tr, read=replace(read, columns=None), overwrite=True, progress=progress)
+            t1 = time.perf_counter()
+            tres = train(tr, os.path.join(workdir, f"model.{tag}.npz"), train_settings, overwrite=True, progress=progress)
+            t2 = time.perf_counter()
+            ev = evaluate(os.path.join(workdir, f"model.{tag}.npz"), te, progress=progress)
+            row = {
+                "model": train_settings.model,
+                "quantizer": q,
+                "bits": b,
+                "features": m,
+                "bits_per_sample": m * b,
+                **{k: ev[k] for k in ("accuracy", "macro_f1", "mse", "rmse", "r2") if k in ev},
+                "C": tres.report.get("C"),
+                "alpha": tres.report.get("alpha"),
+                "gamma": gamma,
+                "encode_seconds": t1 - t0,
+                "train_seconds": t2 - t1,
+            }
+            results.append(row)
+            if on_result:
+                on_result(row)
+            if not keep:
+                for p in (tr, te):
+                    shutil.rmtree(p, ignore_errors=True)
+    finally:
+        if own and not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return results
+
+
+def plot(results: list[dict[str, Any]], path: str, metric: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("--plot needs matplotlib: pip install 'rfcli[plot]'") from None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    lines: dict[tuple, list] = {}
+    for r in results:
+        lines.setdefault((r["quantizer"], r["bits"]), []).append(r)
+    for (q, b), rows in sorted(lines.items(), key=lambda kv: (kv[0][0] != "none", str(kv[0]))):
+        rows = sorted(rows, key=lambda r: r["features"])
+        label = "full precision" if q == "none" else f"{q} {b}-bit"
+        style = "k-" if q == "none" else ("-o" if q == "lm" else "--s")
+        axes[0].plot([r["features"] for r in rows], [r[metric] for r in rows], style, label=label)
+        axes[1].plot([r["bits_per_sample"] for r in rows], [r[metric] for r in rows], style, label=label)
+    for ax, xl in zip(axes, ("m (features)", "bits per sample (m x b)"), strict=True):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(xl)
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
