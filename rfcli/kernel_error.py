@@ -21,7 +21,11 @@ from rfcli.progress import NullProgress, Progress
 
 
 def kernel_error_report(
-    store_path: str, raw_path: str, rows: int = 2000, lam: float | None = None, progress: Progress | None = None
+    store_path: str,
+    raw_path: str,
+    rows: int = 2000,
+    lam: float | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     progress = progress or NullProgress()
     t0 = time.perf_counter()
@@ -31,7 +35,9 @@ def kernel_error_report(
     source = open_source(raw_path)
     missing = [c for c in enc.columns if c not in source.names]
     if missing:
-        raise InputError(f"{raw_path}: column(s) {', '.join(map(repr, missing[:8]))} of the store are missing")
+        raise InputError(
+            f"{raw_path}: column(s) {', '.join(map(repr, missing[:8]))} of the store are missing"
+        )
     sel = select_columns(source, enc.columns)
     parts, got = [], 0
     for ch in iter_chunks(source, sel, chunk_rows=min(n, 8192)):
@@ -42,20 +48,25 @@ def kernel_error_report(
     source.close()
     X = np.concatenate(parts)
     if len(X) < n:
-        raise InputError(f"{raw_path}: has {len(X)} rows, the store {store_path} has {store.n_rows}")
+        raise InputError(
+            f"{raw_path}: has {len(X)} rows, the store {store_path} has {store.n_rows}"
+        )
     stored = next(store.iter_encoded(chunk_rows=n))
     again = enc.encode_chunk(X, 0)
     mismatch = float(np.mean(np.any(again.packed != stored.packed, axis=1)))
     if mismatch > 0.001:
         raise IncompatibleError(
-            f"{raw_path}: {mismatch:.1%} of the first {n} rows encode differently from {store_path}: "
+            f"{raw_path}: {mismatch:.1%} of the first {n} rows encode differently from "
+            f"{store_path}: "
             "not the input this store was encoded from"
         )
     Xp = enc.preprocess.transform(X)
     with progress.task("exact kernel", None):
         K = enc.fmap.kernel(Xp, Xp)
     F = enc.decode(stored.packed, stored.norms, stored.row_scale).astype(np.float64)
-    N = enc.decode(stored.packed, stored.norms, stored.row_scale, normalized=True).astype(np.float64)
+    N = enc.decode(stored.packed, stored.norms, stored.row_scale, normalized=True).astype(
+        np.float64
+    )
     lam = 1e-4 * n if lam is None else lam
     out: dict[str, Any] = {
         "rows": n,

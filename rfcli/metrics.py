@@ -84,7 +84,9 @@ def scaled_spectral_error(K: np.ndarray, K_hat: np.ndarray) -> tuple[float, floa
     return float(min(opt.fun, err(1.0)) / spec), float(opt.x)
 
 
-def classification_metrics(true_idx: np.ndarray, pred_idx: np.ndarray, n_classes: int) -> dict[str, float]:
+def classification_metrics(
+    true_idx: np.ndarray, pred_idx: np.ndarray, n_classes: int
+) -> dict[str, float]:
     """Accuracy and macro-F1 (classes absent from both truth and prediction are skipped).
     ``true_idx`` may hold -1 for labels unseen in training (always wrong)."""
     true_idx = np.asarray(true_idx)
@@ -122,4 +124,8 @@ class RegressionAccumulator:
             return {"mse": float("nan"), "rmse": float("nan"), "r2": float("nan")}
         mse = self.sse / self.n
         var = self.syy / self.n - (self.sy / self.n) ** 2
-        return {"mse": mse, "rmse": float(np.sqrt(mse)), "r2": 1 - mse / var if var > 0 else float("nan")}
+        return {
+            "mse": mse,
+            "rmse": float(np.sqrt(mse)),
+            "r2": 1 - mse / var if var > 0 else float("nan"),
+        }

@@ -64,14 +64,32 @@ def sweep(
     try:
         for m, q, b in combos:
             tag = f"m{m}.{q}{b}"
-            tr, te = os.path.join(workdir, f"train.{tag}.zarr"), os.path.join(workdir, f"test.{tag}.zarr")
+            tr, te = (
+                os.path.join(workdir, f"train.{tag}.zarr"),
+                os.path.join(workdir, f"test.{tag}.zarr"),
+            )
             t0 = time.perf_counter()
             es = replace(encode_settings, n_features=m, quantizer=q, bits=b, gamma=gamma)
             res = encode(train_path, tr, es, read, overwrite=True, progress=progress)
-            gamma = getattr(res.encoder.fmap, "gamma_", None) or gamma  # same kernel for every combo
-            encode(test_path, te, like=tr, read=replace(read, columns=None), overwrite=True, progress=progress)
+            gamma = (
+                getattr(res.encoder.fmap, "gamma_", None) or gamma
+            )  # same kernel for every combo
+            encode(
+                test_path,
+                te,
+                like=tr,
+                read=replace(read, columns=None),
+                overwrite=True,
+                progress=progress,
+            )
             t1 = time.perf_counter()
-            tres = train(tr, os.path.join(workdir, f"model.{tag}.npz"), train_settings, overwrite=True, progress=progress)
+            tres = train(
+                tr,
+                os.path.join(workdir, f"model.{tag}.npz"),
+                train_settings,
+                overwrite=True,
+                progress=progress,
+            )
             t2 = time.perf_counter()
             ev = evaluate(os.path.join(workdir, f"model.{tag}.npz"), te, progress=progress)
             row = {
@@ -116,7 +134,9 @@ def plot(results: list[dict[str, Any]], path: str, metric: str) -> None:
         label = "full precision" if q == "none" else f"{q} {b}-bit"
         style = "k-" if q == "none" else ("-o" if q == "lm" else "--s")
         axes[0].plot([r["features"] for r in rows], [r[metric] for r in rows], style, label=label)
-        axes[1].plot([r["bits_per_sample"] for r in rows], [r[metric] for r in rows], style, label=label)
+        axes[1].plot(
+            [r["bits_per_sample"] for r in rows], [r[metric] for r in rows], style, label=label
+        )
     for ax, xl in zip(axes, ("m (features)", "bits per sample (m x b)"), strict=True):
         ax.set_xscale("log", base=2)
         ax.set_xlabel(xl)

@@ -57,7 +57,10 @@ def _check(settings: TrainSettings) -> None:
     for name in ("C", "alpha"):
         v = getattr(settings, name)
         if v != "auto" and not (isinstance(v, int | float) and v > 0 and np.isfinite(v)):
-            raise UsageError(f"{'-C' if name == 'C' else '--alpha'} must be a positive number or 'auto', got {v!r}")
+            raise UsageError(
+                f"{'-C' if name == 'C' else '--alpha'} must be a positive number or 'auto', "
+                f"got {v!r}"
+            )
 
 
 def train(
@@ -81,15 +84,22 @@ def train(
             raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
     t0 = time.perf_counter()
     store = FeatureStore(store_path)
-    data = StoreData(store, settings.normalized, cache_bytes=settings.cache_bytes)
+    # the SVM makes hundreds of passes: keep its packed codes in memory if they fit the
+    # budget; ridge makes one or two and reads the store each time (flat memory)
+    cache = settings.cache_bytes if settings.model == "svm" else 0
+    data = StoreData(store, settings.normalized, cache_bytes=cache)
     label_kind = (store.label_info or {}).get("kind")
     with progress.task("reading labels", store.n_rows) as task:
         chunks = []
         for _, y in data.labels():
             chunks.append(np.unique(y))
             task.advance(len(y))
-    task_kind = settings.task or ("classification" if settings.model == "svm" else None)
-    targets = Targets.fit(chunks, task_kind, label_kind)
+    if settings.model == "svm" and label_kind == "float" and settings.task != "classification":
+        raise UsageError(
+            "the SVM is a classifier and the label is real-valued: use --model krr for regression "
+            "(or --task classification if the values are class codes)"
+        )
+    targets = Targets.fit(chunks, settings.task, label_kind)
     if settings.model == "svm" and targets.task != "classification":
         raise UsageError("the SVM is a classifier; use --model krr for a regression target")
     if settings.model == "krr":
@@ -105,7 +115,13 @@ def train(
             output,
             model,
             data.encoder,
-            {"trained_on": {"store": store_path, "fingerprint": store.meta.get("fingerprint"), "label": data.label_name}},
+            {
+                "trained_on": {
+                    "store": store_path,
+                    "fingerprint": store.meta.get("fingerprint"),
+                    "label": data.label_name,
+                }
+            },
             overwrite=overwrite,
         )
     return TrainResult(model, report, secs)
@@ -133,14 +149,18 @@ def _train_ridge(data: StoreData, targets: Targets, s: TrainSettings, progress: 
         sols = [fit.solve(a, Gc, FtYc) for a in cands]
         if targets.task == "regression":
             scores = [-val.sse(W, b) / max(val.n, 1) for W, b in sols]
-            report["validation_mse"] = dict(zip(map(float, cands), (-x for x in scores), strict=True))
+            report["validation_mse"] = dict(
+                zip(map(float, cands), (-x for x in scores), strict=True)
+            )
         else:
             scores = _val_accuracy(data, targets, s, sols, progress)
             report["validation_accuracy"] = dict(zip(map(float, cands), scores, strict=True))
         alpha = float(cands[int(np.argmax(scores))])
         fit += val
     else:
-        alpha = float(s.alpha) if s.alpha != "auto" else float(alpha_candidates(fit.centred()[0])[4])
+        alpha = (
+            float(s.alpha) if s.alpha != "auto" else float(alpha_candidates(fit.centred()[0])[4])
+        )
     W, b = fit.solve(alpha)
     report.update({"alpha": alpha, "train_mse": fit.sse(W, b) / max(fit.n, 1) / k})
     return RidgeModel(targets, W, b, s.normalized), report
@@ -165,7 +185,9 @@ def _val_accuracy(data, targets, s, sols, progress) -> list[float]:
             correct += (pred == truth[:, None]).sum(0)
             n += int(vm.sum())
     if n == 0:
-        raise InputError("the validation split is empty; use a larger --val-fraction or give --alpha/-C")
+        raise InputError(
+            "the validation split is empty; use a larger --val-fraction or give --alpha/-C"
+        )
     return list(correct / n)
 
 
@@ -228,7 +250,9 @@ def _train_svm(data: StoreData, targets: Targets, s: TrainSettings, progress: Pr
                 correct += int((pred == truth).sum())
                 total += len(F)
             if total == 0:
-                raise InputError("the validation split is empty; use a larger --val-fraction or give -C")
+                raise InputError(
+                    "the validation split is empty; use a larger --val-fraction or give -C"
+                )
             val_acc[C] = correct / total
             if val_acc[C] > best[0]:
                 best = (val_acc[C], C, (W, b))
@@ -238,7 +262,9 @@ def _train_svm(data: StoreData, targets: Targets, s: TrainSettings, progress: Pr
     else:
         C = float(s.C) if s.C != "auto" else 1.0
     with progress.task(f"svm C={C:g} (all rows)", None):
-        W, b, rep = fit_svm(passes("all"), m, k, C, warm=warm, gram=_augmented_gram(fit_stats), **fitkw)
+        W, b, rep = fit_svm(
+            passes("all"), m, k, C, warm=warm, gram=_augmented_gram(fit_stats), **fitkw
+        )
     report.update(rep)
     return LinearSVM(targets, W, b, s.normalized), report
 
@@ -286,7 +312,9 @@ def predict(
     return n
 
 
-def evaluate(model_path: str, test_path: str, *, progress: Progress | None = None) -> dict[str, Any]:
+def evaluate(
+    model_path: str, test_path: str, *, progress: Progress | None = None
+) -> dict[str, Any]:
     """Metrics of a model on a store or raw data with the training label column."""
     model, encoder, meta = load_model(model_path)
     progress = progress or NullProgress()
@@ -313,7 +341,11 @@ def evaluate(model_path: str, test_path: str, *, progress: Progress | None = Non
     if targets.task == "regression":
         out.update(reg.result())
     else:
-        out.update(classification_metrics(np.concatenate(truths), np.concatenate(preds), len(targets.classes)))
+        out.update(
+            classification_metrics(
+                np.concatenate(truths), np.concatenate(preds), len(targets.classes)
+            )
+        )
     q = encoder.quantizer
     out.update(
         {

@@ -11,9 +11,17 @@ from rfcli.cli.options import json_option
 @cli.command("evaluate")
 @click.argument("first", metavar="MODEL|STORE")
 @click.argument("test_path", metavar="[TEST]", required=False)
-@click.option("--kernel-error", is_flag=True, help="Kernel-approximation metrics of STORE against --data.")
+@click.option(
+    "--kernel-error", is_flag=True, help="Kernel-approximation metrics of STORE against --data."
+)
 @click.option("--data", "raw", help="With --kernel-error: the raw input STORE was encoded from.")
-@click.option("--rows", type=click.IntRange(min=2), default=2000, show_default=True, help="With --kernel-error: row sample size.")
+@click.option(
+    "--rows",
+    type=click.IntRange(min=2),
+    default=2000,
+    show_default=True,
+    help="With --kernel-error: row sample size.",
+)
 @json_option
 @click.pass_obj
 def evaluate_cmd(ui, first, test_path, kernel_error, raw, rows, as_json):

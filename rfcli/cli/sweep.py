@@ -18,8 +18,17 @@ from rfcli.training import MODELS, TrainSettings
 @click.option("--model", type=click.Choice(MODELS), required=True)
 @click.option("--label", required=True, help="Target column.")
 @click.option("--bits", type=CommaList(), multiple=True, default=["1,2,4,none"], show_default=True)
-@click.option("--features", type=CommaList(), multiple=True, default=["256,1024,4096"], show_default=True)
-@click.option("--quantizer", "quantizers", type=CommaList(), multiple=True, default=["lm,stoc"], show_default=True)
+@click.option(
+    "--features", type=CommaList(), multiple=True, default=["256,1024,4096"], show_default=True
+)
+@click.option(
+    "--quantizer",
+    "quantizers",
+    type=CommaList(),
+    multiple=True,
+    default=["lm,stoc"],
+    show_default=True,
+)
 @click.option("--kernel", type=click.Choice(KERNELS), default="gaussian", show_default=True)
 @click.option("--gamma", type=GammaType(), default="auto", show_default=True)
 @click.option("--normalize-rows", is_flag=True)
@@ -29,13 +38,38 @@ from rfcli.training import MODELS, TrainSettings
 @click.option("-C", "C", type=AutoFloat(), default="auto", show_default=True)
 @click.option("--alpha", type=AutoFloat(), default="auto", show_default=True)
 @click.option("-o", "--output", help="Results table (.parquet or .csv).")
-@click.option("--plot", "plot_path", help="PNG of the metric against m and bits per sample (needs matplotlib).")
+@click.option(
+    "--plot",
+    "plot_path",
+    help="PNG of the metric against m and bits per sample (needs matplotlib).",
+)
 @click.option("--workdir", help="Where stores and models go (default: a temporary directory).")
 @click.option("--keep", is_flag=True, help="Keep stores and models in --workdir.")
 @overwrite_option
 @click.pass_obj
-def sweep_cmd(ui, train_path, test_path, model, label, bits, features, quantizers, kernel, gamma, normalize_rows,
-              standardize, normalized, seed, C, alpha, output, plot_path, workdir, keep, overwrite):
+def sweep_cmd(
+    ui,
+    train_path,
+    test_path,
+    model,
+    label,
+    bits,
+    features,
+    quantizers,
+    kernel,
+    gamma,
+    normalize_rows,
+    standardize,
+    normalized,
+    seed,
+    C,
+    alpha,
+    output,
+    plot_path,
+    workdir,
+    keep,
+    overwrite,
+):
     """Accuracy (or MSE) against bits per sample: encode, train and evaluate TRAIN/TEST for
     every combination of --features, --quantizer and --bits ('none' = float32, once per m).
 
@@ -60,28 +94,54 @@ def sweep_cmd(ui, train_path, test_path, model, label, bits, features, quantizer
 
     def show(row):
         key = metric or ("accuracy" if "accuracy" in row else "mse")
-        ui.info(f"m={row['features']:>6} {row['quantizer']:>5} {row['bits']:>2} bit: {key} {row[key]:.4f} "
-                f"(train {row['train_seconds']:.1f} s)")
+        ui.info(
+            f"m={row['features']:>6} {row['quantizer']:>5} {row['bits']:>2} bit: "
+            f"{key} {row[key]:.4f} "
+            f"(train {row['train_seconds']:.1f} s)"
+        )
 
     results = sweep(
-        train_path, test_path,
-        bits=parse_bits(flatten(bits)), features=feats, quantizers=flatten(quantizers),
-        encode_settings=EncodeSettings(kernel=kernel, gamma=gamma, seed=seed, normalize_rows=normalize_rows,
-                                       standardize=standardize),
+        train_path,
+        test_path,
+        bits=parse_bits(flatten(bits)),
+        features=feats,
+        quantizers=flatten(quantizers),
+        encode_settings=EncodeSettings(
+            kernel=kernel,
+            gamma=gamma,
+            seed=seed,
+            normalize_rows=normalize_rows,
+            standardize=standardize,
+        ),
         read=ReadSettings(label=label),
-        train_settings=TrainSettings(model=model, normalized=normalized, C=C, alpha=alpha, seed=seed),
-        workdir=workdir, keep=keep, on_result=show,
+        train_settings=TrainSettings(
+            model=model, normalized=normalized, C=C, alpha=alpha, seed=seed
+        ),
+        workdir=workdir,
+        keep=keep,
+        on_result=show,
     )
     key = "accuracy" if "accuracy" in results[0] else "mse"
-    ui.table(None, [(r["quantizer"], r["bits"], r["features"], r["bits_per_sample"], f"{r[key]:.4f}")
-                    for r in sorted(results, key=lambda r: (r["bits_per_sample"], r["quantizer"]))],
-             headers=("quantizer", "bits", "m", "bits/sample", key))
+    ui.table(
+        None,
+        [
+            (r["quantizer"], r["bits"], r["features"], r["bits_per_sample"], f"{r[key]:.4f}")
+            for r in sorted(results, key=lambda r: (r["bits_per_sample"], r["quantizer"]))
+        ],
+        headers=("quantizer", "bits", "m", "bits/sample", key),
+    )
     if output:
-        cols = {k: np.array([r[k] if r[k] is not None else np.nan for r in results])
-                for k in results[0] if k not in ("quantizer", "model", "bits")}
-        cols = {"model": np.array([r["model"] for r in results], dtype=object),
-                "quantizer": np.array([r["quantizer"] for r in results], dtype=object),
-                "bits": np.array([r["bits"] for r in results]), **cols}
+        cols = {
+            k: np.array([r[k] if r[k] is not None else np.nan for r in results])
+            for k in results[0]
+            if k not in ("quantizer", "model", "bits")
+        }
+        cols = {
+            "model": np.array([r["model"] for r in results], dtype=object),
+            "quantizer": np.array([r["quantizer"] for r in results], dtype=object),
+            "bits": np.array([r["bits"] for r in results]),
+            **cols,
+        }
         w = TableWriter(output, len(results), 0, overwrite=overwrite)
         w.write(None, cols)
         w.close()

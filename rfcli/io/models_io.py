@@ -23,7 +23,13 @@ MODEL_FORMAT = "rfcli-model"
 MODEL_FORMAT_VERSION = 1
 
 
-def save_model(path: str, model: LinearModel, encoder: Encoder, extra: dict[str, Any] | None = None, overwrite=False):
+def save_model(
+    path: str,
+    model: LinearModel,
+    encoder: Encoder,
+    extra: dict[str, Any] | None = None,
+    overwrite=False,
+):
     if os.path.exists(path) and not overwrite:
         raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
     mcfg, marrays = model.to_state()
@@ -69,7 +75,9 @@ def load_model(path: str) -> tuple[LinearModel, Encoder, dict[str, Any]]:
     if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
         raise ConfigError(f"{path}: not an rfcli model file")
     if meta.get("format_version") != MODEL_FORMAT_VERSION:
-        raise ConfigError(f"{path}: model format version {meta.get('format_version')!r} is not supported")
+        raise ConfigError(
+            f"{path}: model format version {meta.get('format_version')!r} is not supported"
+        )
 
     def sub(prefix):
         return {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
@@ -80,7 +88,11 @@ def load_model(path: str) -> tuple[LinearModel, Encoder, dict[str, Any]]:
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
     if model.n_features != encoder.n_features:
-        raise ConfigError(f"{path}: model has {model.n_features} weights for {encoder.n_features} features")
+        raise ConfigError(
+            f"{path}: model has {model.n_features} weights for {encoder.n_features} features"
+        )
     if meta.get("fingerprint") != encoder.fingerprint():
-        raise ConfigError(f"{path}: the embedded encoder does not match its recorded fingerprint (corrupt file?)")
+        raise ConfigError(
+            f"{path}: the embedded encoder does not match its recorded fingerprint (corrupt file?)"
+        )
     return model, encoder, meta

@@ -80,9 +80,15 @@ class StoreData:
     def labels(self) -> Iterator[tuple[int, np.ndarray]]:
         """(row0, label values) per chunk, without decoding features."""
         if self.label_name is None:
-            raise InputError(f"{self.store.path}: the store has no label column (encode with --label)")
-        for ch, y in self._encoded():
-            yield ch.row0, y
+            raise InputError(
+                f"{self.store.path}: the store has no label column (encode with --label)"
+            )
+        if self._cached:
+            for ch, y in self._cache:
+                yield ch.row0, y
+            return
+        for r0 in range(0, self.n_rows, self.chunk_rows):  # labels only: no codes read
+            yield r0, self.store.label_values(r0, min(r0 + self.chunk_rows, self.n_rows))
 
     def batches(self, with_ids: bool = False) -> Iterator[Batch]:
         dec = self.encoder.decode
@@ -129,7 +135,12 @@ class RawData:
         enc = self.encoder
         for ch in iter_chunks(self.source, self.sel, self.chunk_rows, self.on_nan):
             e = enc.encode_chunk(ch.X, ch.row0)
-            yield Batch(ch.row0, enc.decode(e.packed, e.norms, e.row_scale, self.normalized), ch.label, ch.ids)
+            yield Batch(
+                ch.row0,
+                enc.decode(e.packed, e.norms, e.row_scale, self.normalized),
+                ch.label,
+                ch.ids,
+            )
 
 
 def open_data(

@@ -17,14 +17,23 @@ MODELS = Registry("model")
 class LinearModel:
     kind: ClassVar[str]
 
-    def __init__(self, targets: Targets, W: np.ndarray, b: np.ndarray, normalized: bool, info: dict | None = None):
+    def __init__(
+        self,
+        targets: Targets,
+        W: np.ndarray,
+        b: np.ndarray,
+        normalized: bool,
+        info: dict | None = None,
+    ):
         self.targets = targets
         self.W = np.asarray(W, dtype=np.float64)
         self.b = np.asarray(b, dtype=np.float64)
         self.normalized = bool(normalized)
         self.info = dict(info or {})  # training report: hyperparameters, iterations, objective
         if self.W.ndim != 2 or self.b.shape != (self.W.shape[1],):
-            raise ConfigError(f"model {self.kind}: W {self.W.shape} and b {self.b.shape} do not fit")
+            raise ConfigError(
+                f"model {self.kind}: W {self.W.shape} and b {self.b.shape} do not fit"
+            )
         self._W32 = self.W.astype(np.float32)
 
     @property

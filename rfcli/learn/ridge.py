@@ -70,9 +70,14 @@ class RidgeStats:
             Gc, FtYc = self.centred()
         A = Gc + alpha * np.eye(len(Gc))
         try:
-            W = sla.cho_solve(sla.cho_factor(A, lower=False, check_finite=False), FtYc, check_finite=False)
+            W = sla.cho_solve(
+                sla.cho_factor(A, lower=False, check_finite=False), FtYc, check_finite=False
+            )
         except np.linalg.LinAlgError:
-            raise UsageError(f"ridge: Phi'Phi + alpha I is not positive definite at alpha={alpha:g}; use a larger --alpha") from None
+            raise UsageError(
+                f"ridge: Phi'Phi + alpha I is not positive definite at alpha={alpha:g}; "
+                "use a larger --alpha"
+            ) from None
         b = (self.sY - self.sF @ W) / max(self.n, 1)
         return W, b
 

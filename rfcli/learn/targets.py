@@ -26,7 +26,9 @@ class Targets:
             self._order = np.array([self.classes.index(c) for c in self._sorted])
 
     @classmethod
-    def fit(cls, label_chunks: Iterable[np.ndarray], task: str | None, label_kind: str | None) -> Targets:
+    def fit(
+        cls, label_chunks: Iterable[np.ndarray], task: str | None, label_kind: str | None
+    ) -> Targets:
         """Infer the task (int/text labels: classification; float: regression) and classes."""
         if task is None:
             task = "regression" if label_kind == "float" else "classification"
@@ -38,7 +40,9 @@ class Targets:
         for y in label_chunks:
             seen.update(np.unique(y).tolist())
             if len(seen) > 10000:
-                raise InputError("the label has more than 10000 distinct values: is it a regression target?")
+                raise InputError(
+                    "the label has more than 10000 distinct values: is it a regression target?"
+                )
         return cls("classification", sorted(seen, key=_key))
 
     @property

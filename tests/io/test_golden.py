@@ -28,7 +28,9 @@ def test_golden_store_decodes_identically():
 def test_golden_like_reencode_reproduces_codes(tmp_path):
     golden = os.fspath(FIX / "golden-v1.rff.zarr")
     out = os.fspath(tmp_path / "again.zarr")
-    encode(os.fspath(FIX / "golden-input.parquet"), out, EncodeSettings(), ReadSettings(), like=golden)
+    encode(
+        os.fspath(FIX / "golden-input.parquet"), out, EncodeSettings(), ReadSettings(), like=golden
+    )
     np.testing.assert_array_equal(
         FeatureStore(out).group["codes"][:], FeatureStore(golden).group["codes"][:]
     )
