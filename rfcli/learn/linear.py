@@ -67,4 +67,10 @@ class LinearModel:
             arrays["b"],
             require(cfg, "normalized", bool, "model"),
             cfg.get("info", {}),
+            **klass._extra(cfg, arrays),
         )
+
+    @classmethod
+    def _extra(cls, cfg: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+        """Constructor arguments beyond the linear part (subclasses with more state)."""
+        return {}

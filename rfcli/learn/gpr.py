@@ -1,0 +1,199 @@
+"""Gaussian-process regression with a low-rank kernel ``K~ = V diag(D) V' + lambda I`` from
+one pass of sufficient statistics (SPEC 3.3; seed 003 section 4.2).
+
+``D = s^2 * wp(ell)``: for Gauss-Legendre features ``wp`` is quadrature weight times the
+spectral density at the nodes (depends on the lengthscales); for random Fourier features
+with a fixed map ``wp = 1`` (only s^2 and lambda are learned from the statistics).
+
+With ``B = I + D^1/2 G D^1/2 / lambda`` (Cholesky), ``c~ = D^1/2 c``:
+``y'K~^-1 y = (y'y - c~'B^-1 c~ / lambda) / lambda``, ``log det K~ = n log lambda + log det B``.
+Gradients need ``V'alpha = (c - G u)/lambda`` with ``u = D^1/2 B^-1 c~ / lambda`` and
+``diag(V'K~^-1 V) = (diag G - diag(G D^1/2 B^-1 D^1/2 G)/lambda)/lambda``:
+O(s^3) per evaluation, independent of n.  Targets are standardized with the mean and
+standard deviation from the same pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.optimize import minimize
+
+from rfcli.errors import InputError
+from rfcli.learn.linear import MODELS, LinearModel
+
+LOG2PI = np.log(2 * np.pi)
+
+
+class GPStats:
+    """n, G = V'V, c = V'y, s = V'1, y'y, sum y (float64, one pass)."""
+
+    def __init__(self, m: int):
+        self.n = 0
+        self.G = np.zeros((m, m))
+        self.c = np.zeros(m)
+        self.s = np.zeros(m)
+        self.yty = 0.0
+        self.sy = 0.0
+
+    def update(self, V: np.ndarray, y: np.ndarray) -> None:
+        V = np.asarray(V, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        self.G += V.T @ V
+        self.c += V.T @ y
+        self.s += V.sum(0)
+        self.yty += float(y @ y)
+        self.sy += float(y.sum())
+        self.n += len(y)
+
+    def standardized(self) -> tuple[float, float, np.ndarray, float]:
+        """(mean, std, c and y'y of the standardized targets (y - mean)/std)."""
+        if self.n < 2:
+            raise InputError("GP regression needs at least 2 rows")
+        mu = self.sy / self.n
+        var = self.yty / self.n - mu * mu
+        sd = float(np.sqrt(var)) if var > 0 else 1.0
+        c = (self.c - mu * self.s) / sd
+        yty = (self.yty - self.n * mu * mu) / (sd * sd)
+        return mu, sd, c, yty
+
+
+@dataclass
+class Spectral:
+    """How D depends on the kernel-shape parameters: ``wp(p) -> (wp (m,), dlog wp/dp (m, k))``
+    for k log-lengthscale parameters (k = 0 for a fixed map)."""
+
+    n_shape: int
+    fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def lml_and_grad(theta: np.ndarray, G, c, yty, n, spectral: Spectral, need_grad=True):
+    """Log marginal likelihood and its gradient in ``theta = (log s2, log ell..., log lambda)``."""
+    log_s2, shape, log_lam = theta[0], theta[1 : 1 + spectral.n_shape], theta[-1]
+    lam = np.exp(log_lam)
+    wp, dlog = spectral.fn(np.exp(shape))
+    D = np.exp(log_s2) * wp
+    Dh = np.sqrt(D)
+    m = len(D)
+    B = np.eye(m) + (Dh[:, None] * G * Dh[None, :]) / lam
+    try:
+        cf = sla.cho_factor(B, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return -np.inf, np.zeros_like(theta)
+    ct = Dh * c
+    z = sla.cho_solve(cf, ct, check_finite=False)
+    quad = (yty - ct @ z / lam) / lam
+    logdet = n * log_lam + 2 * np.sum(np.log(np.diag(cf[0])))
+    lml = -0.5 * quad - 0.5 * logdet - 0.5 * n * LOG2PI
+    if not need_grad:
+        return lml, None
+    u = Dh * z / lam
+    Va = (c - G @ u) / lam
+    M = Dh[:, None] * G
+    S = sla.cho_solve(cf, M, check_finite=False)
+    diag_VKV = (np.diag(G) - np.einsum("ij,ij->j", M, S) / lam) / lam
+    dD = 0.5 * Va**2 - 0.5 * diag_VKV  # d lml / d D_l
+    Binv_tr = np.trace(sla.cho_solve(cf, np.eye(m), check_finite=False))
+    aa = (yty - 2 * u @ c + u @ G @ u) / lam**2
+    tr_Kinv = (n - m + Binv_tr) / lam
+    g = np.empty_like(theta)
+    g[0] = dD @ D
+    if spectral.n_shape:
+        g[1 : 1 + spectral.n_shape] = (dD * D) @ dlog
+    g[-1] = lam * (0.5 * aa - 0.5 * tr_Kinv)
+    return lml, g
+
+
+def fit_hyperparameters(
+    G,
+    c,
+    yty,
+    n,
+    spectral: Spectral,
+    bounds: list[tuple[float, float]],
+    starts: list[np.ndarray],
+    max_iter=500,
+):
+    """L-BFGS-B on -lml in log space within bounds, from several starts; best result."""
+    log_bounds = [(np.log(lo), np.log(hi)) for lo, hi in bounds]
+    best = None
+    history = []
+    for x0 in starts:
+        res = minimize(
+            lambda th: tuple(-v for v in lml_and_grad(th, G, c, yty, n, spectral)),
+            np.clip(np.log(x0), [b[0] for b in log_bounds], [b[1] for b in log_bounds]),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=log_bounds,
+            options={"maxiter": max_iter},
+        )
+        history.append(
+            {"start": [float(v) for v in x0], "lml": float(-res.fun), "iterations": int(res.nit)}
+        )
+        if best is None or res.fun < best.fun:
+            best = res
+    return best, history
+
+
+def posterior(theta, G, c, spectral: Spectral):
+    """Weight posterior N(mu_w, Sigma_w): Sigma_w = D^1/2 B^-1 D^1/2, mu_w = Sigma_w c / lambda."""
+    wp, _ = spectral.fn(np.exp(theta[1 : 1 + spectral.n_shape]))
+    D = np.exp(theta[0]) * wp
+    lam = np.exp(theta[-1])
+    Dh = np.sqrt(D)
+    B = np.eye(len(D)) + (Dh[:, None] * G * Dh[None, :]) / lam
+    Binv = sla.cho_solve(sla.cho_factor(B, lower=True), np.eye(len(D)))
+    cov = Dh[:, None] * Binv * Dh[None, :]
+    return cov @ c / lam, cov, lam
+
+
+@MODELS.register("gpr")
+class GPRModel(LinearModel):
+    """Predictive mean ``v(x)'mu_w`` and variance ``v(x)'Sigma_w v(x) + lambda`` (y units)."""
+
+    kind = "gpr"
+
+    def __init__(self, targets, W, b, normalized, info=None, cov=None, noise=0.0):
+        super().__init__(targets, W, b, normalized, info)
+        self.cov = np.asarray(cov, dtype=np.float64)
+        self.noise = float(noise)
+
+    def std(self, F: np.ndarray) -> np.ndarray:
+        F = np.asarray(F, dtype=np.float64)
+        var = np.einsum("ij,ij->i", F @ self.cov, F) + self.noise
+        return np.sqrt(np.maximum(var, 0.0))
+
+    def to_state(self):
+        cfg, arrays = super().to_state()
+        cfg["noise"] = self.noise
+        arrays["cov"] = self.cov
+        return cfg, arrays
+
+    @classmethod
+    def _extra(cls, cfg, arrays):
+        return {"cov": arrays.get("cov"), "noise": cfg.get("noise", 0.0)}
+
+
+def glf_spectral(fmap, ard: bool) -> Spectral:
+    """D's dependence on the lengthscale(s) for a fitted GaussLegendreMap."""
+    from rfcli.maps.gauss_legendre import dlog_density_dlog_ell
+
+    d = fmap.n_inputs_
+
+    def fn(ell):
+        ell_full = np.broadcast_to(ell, (d,)) if not ard else ell
+        wp = fmap.weights(ell_full)
+        dl = dlog_density_dlog_ell(fmap.kernel_name, fmap.H_, np.asarray(ell_full, dtype=float))
+        if not ard:
+            dl = dl.sum(axis=1, keepdims=True)
+        return wp, np.vstack([dl, dl])
+
+    return Spectral(d if ard else 1, fn)
+
+
+def constant_spectral(m: int) -> Spectral:
+    """Fixed features (RFF-GPR): D = s^2 for every feature."""
+    return Spectral(0, lambda ell: (np.ones(m), np.zeros((m, 0))))
