@@ -81,6 +81,12 @@ class Encoder:
                 row_scale[lo - row0 : hi - row0] = rs[lo - b0 : hi - b0]
         return EncodedChunk(row0, packed, norms, row_scale)
 
+    def features(self, X: np.ndarray) -> np.ndarray:
+        """Unquantized features of raw rows: ``F(x)`` of the map after preprocessing (float64
+        for maps that compute in float64, e.g. GLF).  Only for the ``none`` quantizer, where
+        it equals ``decode(encode_chunk(X))`` up to the float32 rounding of the stored values."""
+        return self.fmap.transform(self.preprocess.transform(X))
+
     def decode(
         self,
         packed: np.ndarray,

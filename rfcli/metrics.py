@@ -129,3 +129,9 @@ class RegressionAccumulator:
             "rmse": float(np.sqrt(mse)),
             "r2": 1 - mse / var if var > 0 else float("nan"),
         }
+
+
+def gaussian_nlpd_sum(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> float:
+    """Sum over rows of the negative log predictive density of N(mean, std^2) at y."""
+    var = np.maximum(np.asarray(std, dtype=np.float64) ** 2, 1e-300)
+    return float(np.sum(0.5 * np.log(2 * np.pi * var) + (y - mean) ** 2 / (2 * var)))

@@ -20,7 +20,7 @@ from rfcli.encoder import Encoder
 from rfcli.errors import InputError, UsageError
 from rfcli.io.readers import Selection, Source, iter_chunks, open_source, select_columns
 from rfcli.io.store import FeatureStore, StoreWriter
-from rfcli.maps import ColumnStats, Preprocessor, make_map
+from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, make_map
 from rfcli.progress import NullProgress, Progress
 from rfcli.quantize import Quantizer, make_quantizer
 from rfcli.random import keyed_uniform
@@ -108,14 +108,25 @@ class _BottomK:
 
 
 def fit_encoder(
-    source: Source, sel: Selection, settings: EncodeSettings, read: ReadSettings, progress: Progress
+    source: Source,
+    sel: Selection,
+    settings: EncodeSettings,
+    read: ReadSettings,
+    progress: Progress,
+    fmap: FeatureMap | None = None,
 ) -> Encoder:
-    """Build the encoder; one pass over the input when standardization or gamma='auto' need it."""
-    fmap = make_map(settings.kernel, settings.n_features, gamma=settings.gamma, seed=settings.seed)
+    """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe); one pass
+    over the input when standardization, gamma='auto' or a bounding box need it."""
+    if fmap is None:
+        fmap = make_map(
+            settings.kernel, settings.n_features, gamma=settings.gamma, seed=settings.seed
+        )
     pre = Preprocessor(standardize=settings.standardize, normalize_rows=settings.normalize_rows)
+    if fmap.needs_box and settings.normalize_rows:
+        raise UsageError(f"--normalize-rows does not fit the {fmap.kind} map (it needs a data box)")
     quantizer = build_quantizer(settings, fmap.default_quantizer)
     d = len(sel.features)
-    if pre.needs_stats or fmap.needs_sample:
+    if pre.needs_stats or fmap.needs_sample or fmap.needs_box:
         stats = ColumnStats(d)
         sample = _BottomK(settings.sample_rows, settings.seed)
         n = 0
@@ -128,7 +139,11 @@ def fit_encoder(
         if n == 0:
             raise InputError(f"{source.path}: no rows")
         pre.fit_stats(stats)
-        fmap.fit(d, pre.transform(sample.rows) if fmap.needs_sample else None)
+        if fmap.needs_box:
+            corners = pre.transform(np.vstack([stats.min, stats.max]))  # affine per column
+            fmap.fit(d, box=(corners.min(0), corners.max(0)))
+        else:
+            fmap.fit(d, pre.transform(sample.rows) if fmap.needs_sample else None)
     else:
         fmap.fit(d)
     return Encoder(columns=list(sel.features), preprocess=pre, fmap=fmap, quantizer=quantizer)

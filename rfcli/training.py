@@ -18,7 +18,7 @@ from rfcli.learn.linear import LinearModel
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
 from rfcli.learn.targets import Targets
-from rfcli.metrics import RegressionAccumulator, classification_metrics
+from rfcli.metrics import RegressionAccumulator, classification_metrics, gaussian_nlpd_sum
 from rfcli.progress import NullProgress, Progress
 
 MODELS = ("svm", "krr")
@@ -302,6 +302,8 @@ def predict(
             for batch in data.batches(with_ids=True):
                 cols = dict(batch.ids)
                 cols["prediction"] = model.predict(batch.F)
+                if hasattr(model, "std"):
+                    cols["std"] = model.std(batch.F)
                 writer.write(None, cols)
                 n += len(batch)
                 task.advance(len(batch))
@@ -325,11 +327,16 @@ def evaluate(
     reg = RegressionAccumulator()
     truths, preds = [], []
     n = 0
+    nlpd = 0.0
     with progress.task("evaluating", data.n_rows) as task:
         for batch in data.batches():
             S = model.scores(batch.F)
             if targets.task == "regression":
                 reg.update(batch.y, S[:, 0])
+                if hasattr(model, "std"):
+                    nlpd += gaussian_nlpd_sum(
+                        np.asarray(batch.y, dtype=np.float64), S[:, 0], model.std(batch.F)
+                    )
             else:
                 truths.append(targets.index(batch.y))
                 preds.append(S.argmax(1))
@@ -340,6 +347,8 @@ def evaluate(
     out: dict[str, Any] = {"model": model.kind, "task": targets.task, "rows": n}
     if targets.task == "regression":
         out.update(reg.result())
+        if hasattr(model, "std"):
+            out["nlpd"] = nlpd / n
     else:
         out.update(
             classification_metrics(

@@ -6,7 +6,8 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import overwrite_option
-from rfcli.training import MODELS, TrainSettings, train
+from rfcli.errors import UsageError
+from rfcli.training import TrainSettings, train
 
 
 class AutoFloat(click.ParamType):
@@ -21,17 +22,49 @@ class AutoFloat(click.ParamType):
             self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
 
 
+class Pair(click.ParamType):
+    name = "LO,HI"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            lo, hi = (float(v) for v in str(value).split(","))
+        except ValueError:
+            self.fail(f"{value!r} is not two numbers LO,HI", param, ctx)
+        return lo, hi
+
+
+def _ints(value: str | None):
+    if value is None:
+        return None
+    try:
+        return [int(v) for v in value.split(",")]
+    except ValueError:
+        raise UsageError(f"--nodes must be integers, got {value!r}") from None
+
+
+def _floats(value: str | None):
+    if value is None:
+        return None
+    try:
+        return [float(v) for v in value.split(",")]
+    except ValueError:
+        raise UsageError(f"--cutoff must be numbers, got {value!r}") from None
+
+
 @cli.command("train")
-@click.argument("store_path", metavar="STORE")
+@click.argument("input_path", metavar="STORE|INPUT")
 @click.option(
-    "--model", type=click.Choice(MODELS), required=True, help="svm (classification) or krr."
+    "--model",
+    type=click.Choice(["svm", "krr", "gpr"]),
+    required=True,
+    help="svm (classification), krr, or gpr (GP regression; also from raw INPUT).",
 )
 @click.option(
     "-o", "--output", required=True, help="Model file to write (.npz: JSON metadata + arrays)."
 )
-@click.option(
-    "--normalized", is_flag=True, help="Train on unit rows Q(z)/||Q(z)|| (normalized estimator)."
-)
+@click.option("--normalized", is_flag=True, help="svm/krr: train on unit rows Q(z)/||Q(z)||.")
 @click.option(
     "-C",
     "C",
@@ -66,7 +99,7 @@ class AutoFloat(click.ParamType):
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Seed of the validation split.",
+    help="Seed (validation split, RFF draws).",
 )
 @click.option(
     "--max-iter",
@@ -78,22 +111,75 @@ class AutoFloat(click.ParamType):
 @click.option(
     "--tol",
     type=float,
-    default=1e-7,
-    show_default=True,
-    help="SVM: relative objective reduction to stop.",
+    default=None,
+    help="svm: relative objective reduction to stop (1e-7); gpr/glf: kernel error tolerance of the quadrature (1e-3).",
 )
 @click.option(
     "--cache-mb",
     type=click.IntRange(min=0),
     default=256,
     show_default=True,
-    help="Keep packed codes in memory between SVM passes if they fit.",
+    help="SVM: keep packed codes in memory between passes if they fit.",
+)
+@click.option("--label", help="gpr from raw INPUT: the target column.")
+@click.option(
+    "--features",
+    "gp_features",
+    type=click.Choice(["glf", "rff"]),
+    default="glf",
+    show_default=True,
+    help="gpr: Gauss-Legendre or random Fourier features.",
+)
+@click.option(
+    "--kernel",
+    type=click.Choice(["gaussian", "matern12", "matern32", "matern52"]),
+    default="gaussian",
+    show_default=True,
+    help="gpr kernel.",
+)
+@click.option(
+    "--learn/--no-learn",
+    default=True,
+    show_default=True,
+    help="gpr: learn the hyperparameters (rff: the lengthscale too, a data pass per step).",
+)
+@click.option("--ard", is_flag=True, help="gpr/glf: one lengthscale per input dimension.")
+@click.option(
+    "--lengthscale-bounds",
+    type=Pair(),
+    default="0.05,2",
+    show_default=True,
+    help="gpr: lengthscale range (standardized inputs); also decides GLF's nodes.",
+)
+@click.option(
+    "--noise-bounds",
+    type=Pair(),
+    default="1e-6,10",
+    show_default=True,
+    help="gpr: noise variance range (standardized targets).",
+)
+@click.option("--lengthscale", type=float, help="gpr --no-learn: the fixed lengthscale.")
+@click.option(
+    "-m",
+    "n_features",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="gpr rff: features.",
+)
+@click.option("--nodes", help="gpr glf: Gauss-Legendre nodes per dimension (even), e.g. 64,64.")
+@click.option("--cutoff", help="gpr glf: truncation L per dimension.")
+@click.option(
+    "--standardize/--no-standardize",
+    default=True,
+    show_default=True,
+    help="gpr from raw INPUT: z-score inputs.",
 )
 @overwrite_option
 @click.pass_obj
 def train_cmd(
     ui,
-    store_path,
+    input_path,
     model,
     output,
     normalized,
@@ -106,19 +192,57 @@ def train_cmd(
     max_iter,
     tol,
     cache_mb,
+    label,
+    gp_features,
+    kernel,
+    learn,
+    ard,
+    lengthscale_bounds,
+    noise_bounds,
+    lengthscale,
+    n_features,
+    nodes,
+    cutoff,
+    standardize,
     overwrite,
 ):
-    """Train a linear SVM or kernel ridge regression on a feature store, out of core.
+    """Train a linear SVM or kernel ridge regression on a feature store, out of core, or a
+    Gaussian-process regression on a store or on raw data.
 
-    The store's codes are decoded chunk by chunk in every pass; the float feature matrix
-    is never held whole.  The model file embeds the store's encoder, so `predict` and
-    `evaluate` can also take raw data.
+    svm/krr decode the store chunk by chunk in every pass; the float feature matrix is
+    never held whole.  gpr makes one pass for V'V and V'y, then learns its
+    hyperparameters from those statistics alone (Gauss-Legendre features), and stores
+    the weight posterior: `predict` gives mean and std.  Model files embed the encoder,
+    so `predict` and `evaluate` also take raw data.
 
     \b
     Examples:
       rfcli train train.rff.zarr --model svm -o svm.npz
       rfcli train train.rff.zarr --model krr --alpha auto -o krr.npz
+      rfcli train co2.train.parquet --model gpr --label y --features glf -o gp.npz
     """
+    if model == "gpr":
+        _train_gpr(
+            ui,
+            input_path,
+            output,
+            label,
+            gp_features,
+            kernel,
+            learn,
+            ard,
+            lengthscale_bounds,
+            noise_bounds,
+            lengthscale,
+            n_features,
+            tol,
+            nodes,
+            cutoff,
+            standardize,
+            seed,
+            overwrite,
+        )
+        return
     settings = TrainSettings(
         model=model,
         normalized=normalized,
@@ -129,10 +253,10 @@ def train_cmd(
         val_fraction=val_fraction,
         seed=seed,
         max_iter=max_iter,
-        tol=tol,
+        tol=1e-7 if tol is None else tol,
         cache_bytes=cache_mb << 20,
     )
-    res = train(store_path, output, settings, overwrite=overwrite, progress=ui.progress())
+    res = train(input_path, output, settings, overwrite=overwrite, progress=ui.progress())
     r = res.report
     if model == "svm":
         if "validation_accuracy" in r:
@@ -148,3 +272,61 @@ def train_cmd(
     else:
         ui.info(f"krr ({r['task']}): alpha={r['alpha']:.4g}, train MSE {r['train_mse']:.6g}")
     ui.info(f"wrote {output} ({res.seconds:.1f} s)")
+
+
+def _train_gpr(
+    ui,
+    input_path,
+    output,
+    label,
+    features,
+    kernel,
+    learn,
+    ard,
+    lb,
+    nb,
+    lengthscale,
+    m,
+    tol,
+    nodes,
+    cutoff,
+    standardize,
+    seed,
+    overwrite,
+):
+    from rfcli.gp_training import GPRSettings, train_gpr
+    from rfcli.pipeline import ReadSettings
+
+    s = GPRSettings(
+        features=features,
+        kernel=kernel,
+        learn=learn,
+        ard=ard,
+        lengthscale_bounds=lb,
+        noise_bounds=nb,
+        lengthscale=lengthscale,
+        n_features=m,
+        tol=1e-3 if tol is None else tol,
+        nodes=_ints(nodes),
+        cutoff=_floats(cutoff),
+        standardize=standardize,
+        seed=seed,
+    )
+    _, r = train_gpr(
+        input_path,
+        output,
+        s,
+        ReadSettings(label=label),
+        overwrite=overwrite,
+        progress=ui.progress(),
+    )
+    ui.info(f"map: {r['map']}")
+    ui.info(
+        f"gpr: signal variance {r['signal_variance']:.4g}, lengthscale "
+        f"{', '.join(f'{v:.4g}' for v in r['lengthscale'])}, noise variance {r['noise_variance']:.4g}, "
+        f"log marginal likelihood {r['log_marginal_likelihood']:.6g}"
+    )
+    ui.info(
+        f"{r['iterations']} iterations, {r['seconds_per_iteration'] * 1e3:.1f} ms/iteration, "
+        f"{r['data_passes']} data pass(es); wrote {output} ({r['seconds']:.1f} s)"
+    )

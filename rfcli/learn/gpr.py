@@ -5,12 +5,12 @@ one pass of sufficient statistics (SPEC 3.3; seed 003 section 4.2).
 spectral density at the nodes (depends on the lengthscales); for random Fourier features
 with a fixed map ``wp = 1`` (only s^2 and lambda are learned from the statistics).
 
-With ``B = I + D^1/2 G D^1/2 / lambda`` (Cholesky), ``c~ = D^1/2 c``:
-``y'K~^-1 y = (y'y - c~'B^-1 c~ / lambda) / lambda``, ``log det K~ = n log lambda + log det B``.
-Gradients need ``V'alpha = (c - G u)/lambda`` with ``u = D^1/2 B^-1 c~ / lambda`` and
-``diag(V'K~^-1 V) = (diag G - diag(G D^1/2 B^-1 D^1/2 G)/lambda)/lambda``:
-O(s^3) per evaluation, independent of n.  Targets are standardized with the mean and
-standard deviation from the same pass.
+SPEC 3.3 writes the likelihood with ``B = I + D^1/2 G D^1/2 / lambda`` (m x m).  rfcli
+uses the equivalent form in the eigenbasis of G (:class:`Reduced`): the same values and
+gradients at O(m r^2 + r^3) per step, r = rank(G) <= min(n, m) -- O(s^3) when n >= m as in
+the SPEC, much less when a small data set meets many quadrature nodes.  Gradients need
+``V'alpha`` and ``diag(V'K~^-1 V)`` only.  Everything is independent of n after the pass.
+Targets are standardized with the mean and standard deviation from the same pass.
 """
 
 from __future__ import annotations
@@ -70,35 +70,56 @@ class Spectral:
     fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def lml_and_grad(theta: np.ndarray, G, c, yty, n, spectral: Spectral, need_grad=True):
-    """Log marginal likelihood and its gradient in ``theta = (log s2, log ell..., log lambda)``."""
+class Reduced:
+    """The statistics in the eigenbasis of G: ``G = P'P`` with ``P = S^1/2 U'`` (r x m) over
+    the r eigenvalues above round-off, and ``z = S^-1/2 U'c`` (so ``c = P'z``).
+
+    With ``A = P D P' + lambda I_r`` (r x r) the GP quantities are exact in r dimensions:
+    ``y'K~^-1 y = z'A^-1 z + (y'y - z'z)/lambda``, ``log det K~ = log det A + (n - r) log lambda``
+    (the data space splits into the column space of V and its complement, where K~ = lambda).
+    A step costs O(m r^2 + r^3) with r = rank(G) <= min(n, m), instead of O(m^3).
+    """
+
+    def __init__(self, G: np.ndarray, c: np.ndarray, yty: float, n: int, rel_tol: float = 1e-12):
+        evals, U = np.linalg.eigh((G + G.T) / 2)
+        keep = evals > rel_tol * max(evals.max(), 1e-300) * len(evals)
+        S, U = evals[keep], U[:, keep]
+        self.P = (U * np.sqrt(S)).T  # r x m
+        self.z = (U.T @ c) / np.sqrt(S)
+        self.zz = float(self.z @ self.z)
+        self.yty, self.n, self.r = float(yty), int(n), int(keep.sum())
+
+
+def _factor(theta, red: Reduced, spectral: Spectral):
     log_s2, shape, log_lam = theta[0], theta[1 : 1 + spectral.n_shape], theta[-1]
     lam = np.exp(log_lam)
     wp, dlog = spectral.fn(np.exp(shape))
     D = np.exp(log_s2) * wp
-    Dh = np.sqrt(D)
-    m = len(D)
-    B = np.eye(m) + (Dh[:, None] * G * Dh[None, :]) / lam
+    PD = red.P * D
+    A = PD @ red.P.T
+    A[np.diag_indices_from(A)] += lam
+    return D, dlog, lam, PD, sla.cho_factor(A, lower=True, check_finite=False)
+
+
+def lml_and_grad(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=True):
+    """Log marginal likelihood and its gradient in ``theta = (log s2, log ell..., log lambda)``."""
     try:
-        cf = sla.cho_factor(B, lower=True, check_finite=False)
+        D, dlog, lam, PD, cf = _factor(theta, red, spectral)
     except np.linalg.LinAlgError:
         return -np.inf, np.zeros_like(theta)
-    ct = Dh * c
-    z = sla.cho_solve(cf, ct, check_finite=False)
-    quad = (yty - ct @ z / lam) / lam
-    logdet = n * log_lam + 2 * np.sum(np.log(np.diag(cf[0])))
-    lml = -0.5 * quad - 0.5 * logdet - 0.5 * n * LOG2PI
+    w = sla.cho_solve(cf, red.z, check_finite=False)
+    quad = red.z @ w + (red.yty - red.zz) / lam
+    logdet = 2 * np.sum(np.log(np.diag(cf[0]))) + (red.n - red.r) * np.log(lam)
+    lml = -0.5 * quad - 0.5 * logdet - 0.5 * red.n * LOG2PI
     if not need_grad:
         return lml, None
-    u = Dh * z / lam
-    Va = (c - G @ u) / lam
-    M = Dh[:, None] * G
-    S = sla.cho_solve(cf, M, check_finite=False)
-    diag_VKV = (np.diag(G) - np.einsum("ij,ij->j", M, S) / lam) / lam
-    dD = 0.5 * Va**2 - 0.5 * diag_VKV  # d lml / d D_l
-    Binv_tr = np.trace(sla.cho_solve(cf, np.eye(m), check_finite=False))
-    aa = (yty - 2 * u @ c + u @ G @ u) / lam**2
-    tr_Kinv = (n - m + Binv_tr) / lam
+    Va = red.P.T @ w  # V'alpha
+    Linv_P = sla.solve_triangular(cf[0], red.P, lower=True, check_finite=False)
+    diag_VKV = np.einsum("ij,ij->j", Linv_P, Linv_P)  # diag(V'K~^-1 V) = diag(P'A^-1 P)
+    dD = 0.5 * Va**2 - 0.5 * diag_VKV
+    Linv = sla.solve_triangular(cf[0], np.eye(red.r), lower=True, check_finite=False)
+    tr_Kinv = np.sum(Linv * Linv) + (red.n - red.r) / lam
+    aa = w @ w + (red.yty - red.zz) / lam**2  # alpha'alpha
     g = np.empty_like(theta)
     g[0] = dD @ D
     if spectral.n_shape:
@@ -108,10 +129,7 @@ def lml_and_grad(theta: np.ndarray, G, c, yty, n, spectral: Spectral, need_grad=
 
 
 def fit_hyperparameters(
-    G,
-    c,
-    yty,
-    n,
+    red: Reduced,
     spectral: Spectral,
     bounds: list[tuple[float, float]],
     starts: list[np.ndarray],
@@ -123,7 +141,7 @@ def fit_hyperparameters(
     history = []
     for x0 in starts:
         res = minimize(
-            lambda th: tuple(-v for v in lml_and_grad(th, G, c, yty, n, spectral)),
+            lambda th: tuple(-v for v in lml_and_grad(th, red, spectral)),
             np.clip(np.log(x0), [b[0] for b in log_bounds], [b[1] for b in log_bounds]),
             jac=True,
             method="L-BFGS-B",
@@ -138,16 +156,14 @@ def fit_hyperparameters(
     return best, history
 
 
-def posterior(theta, G, c, spectral: Spectral):
-    """Weight posterior N(mu_w, Sigma_w): Sigma_w = D^1/2 B^-1 D^1/2, mu_w = Sigma_w c / lambda."""
-    wp, _ = spectral.fn(np.exp(theta[1 : 1 + spectral.n_shape]))
-    D = np.exp(theta[0]) * wp
-    lam = np.exp(theta[-1])
-    Dh = np.sqrt(D)
-    B = np.eye(len(D)) + (Dh[:, None] * G * Dh[None, :]) / lam
-    Binv = sla.cho_solve(sla.cho_factor(B, lower=True), np.eye(len(D)))
-    cov = Dh[:, None] * Binv * Dh[None, :]
-    return cov @ c / lam, cov, lam
+def posterior(theta, red: Reduced, spectral: Spectral):
+    """Weight posterior N(mu_w, Sigma_w) with prior N(0, D) and noise lambda:
+    ``Sigma_w = (D^-1 + G/lambda)^-1 = D - D P'A^-1 P D`` and ``mu_w = D P'A^-1 z``."""
+    D, _, lam, PD, cf = _factor(theta, red, spectral)
+    mean = PD.T @ sla.cho_solve(cf, red.z, check_finite=False)
+    X = sla.solve_triangular(cf[0], PD, lower=True, check_finite=False)  # L^-1 P D
+    cov = np.diag(D) - X.T @ X
+    return mean, cov, lam
 
 
 @MODELS.register("gpr")

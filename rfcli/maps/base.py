@@ -33,6 +33,8 @@ class FeatureMap:
     value_law: ClassVar[str] = "arcsine"
     default_quantizer: ClassVar[str] = "lm"
     uses_row_scale: ClassVar[bool] = False
+    #: True when fit() needs the bounding box of the (preprocessed) training rows
+    needs_box: ClassVar[bool] = False
     #: names of the drawn/fitted arrays (attributes with a trailing underscore)
     array_names: ClassVar[tuple[str, ...]] = ()
 

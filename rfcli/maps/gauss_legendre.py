@@ -38,7 +38,7 @@ from rfcli.maps.fourier import MATERN_NU, matern
 
 GLF_KERNELS = ("gaussian", *MATERN_NU)
 MAX_DIM = 3
-MAX_NODES = 8192  # half-space nodes (2x that many features)
+MAX_NODES = 3000  # half-space nodes (2x that many features; G is (2 MAX_NODES)^2 float64)
 
 
 def log_spectral_density(kernel: str, eta: np.ndarray, ell: np.ndarray) -> np.ndarray:
@@ -117,6 +117,7 @@ class GaussLegendreMap(FeatureMap):
 
     value_law = "any"
     default_quantizer = "none"
+    needs_box = True
     array_names = ("H_", "w_")
 
     def __init__(

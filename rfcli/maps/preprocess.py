@@ -30,11 +30,16 @@ class ColumnStats:
         self.n = 0
         self.mean = np.zeros(d)
         self.m2 = np.zeros(d)
+        self.min = np.full(d, np.inf)
+        self.max = np.full(d, -np.inf)
         self._pending: list[np.ndarray] = []
         self._pending_rows = 0
 
     def update(self, X: np.ndarray) -> None:
         X = np.asarray(X, dtype=np.float64)
+        if len(X):
+            np.minimum(self.min, X.min(axis=0), out=self.min)
+            np.maximum(self.max, X.max(axis=0), out=self.max)
         while len(X):
             take = min(len(X), self.block - self._pending_rows)
             self._pending.append(X[:take])

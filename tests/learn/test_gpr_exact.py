@@ -4,7 +4,7 @@ against the exact GP (dense Cholesky), and its analytic gradient against finite 
 import numpy as np
 import pytest
 
-from rfcli.learn.gpr import GPStats, glf_spectral, lml_and_grad
+from rfcli.learn.gpr import GPStats, Reduced, glf_spectral, lml_and_grad
 from rfcli.maps.gauss_legendre import GaussLegendreMap, stationary_kernel
 
 
@@ -42,10 +42,11 @@ def test_glf_lml_matches_exact_gp(kernel, d, bounds):
     # heavy Matern tails need a wide cutoff: a looser probe tolerance keeps the test quick
     fmap, st = glf_stats(X, y, kernel, bounds, tol=1e-6 if kernel == "gaussian" else 1e-5)
     sp = glf_spectral(fmap, ard=False)
+    red = Reduced(st.G, st.c, st.yty, st.n)
     for ell in (bounds[0], np.sqrt(bounds[0] * bounds[1]), bounds[1]):
         for s2, lam in ((1.0, 0.05), (2.5, 0.3)):
             theta = np.log([s2, ell, lam])
-            lml, _ = lml_and_grad(theta, st.G, st.c, st.yty, st.n, sp, need_grad=False)
+            lml, _ = lml_and_grad(theta, red, sp, need_grad=False)
             ref = exact_lml(X, y, kernel, s2, ell, lam)
             assert lml == pytest.approx(ref, rel=1e-4), (ell, s2, lam)
 
@@ -58,14 +59,15 @@ def test_lml_gradient_matches_finite_differences(kernel, ard):
     # the gradient must match the function whatever the quadrature: a small fixed grid
     fmap, st = glf_stats(X, y, kernel, (0.3, 1.0), tol=1e-2, nodes=[16, 12])
     sp = glf_spectral(fmap, ard=ard)
+    red = Reduced(st.G, st.c, st.yty, st.n)
     theta = np.log([1.7, *([0.5, 0.7] if ard else [0.6]), 0.08])
-    _, g = lml_and_grad(theta, st.G, st.c, st.yty, st.n, sp)
+    _, g = lml_and_grad(theta, red, sp)
     h = 1e-5
     for i in range(len(theta)):
         e = np.zeros_like(theta)
         e[i] = h
-        fp, _ = lml_and_grad(theta + e, st.G, st.c, st.yty, st.n, sp, need_grad=False)
-        fm, _ = lml_and_grad(theta - e, st.G, st.c, st.yty, st.n, sp, need_grad=False)
+        fp, _ = lml_and_grad(theta + e, red, sp, need_grad=False)
+        fm, _ = lml_and_grad(theta - e, red, sp, need_grad=False)
         fd = (fp - fm) / (2 * h)
         assert g[i] == pytest.approx(fd, rel=1e-5, abs=1e-6 * abs(fp)), i
 
@@ -75,3 +77,22 @@ def test_glf_refuses_high_dimension():
 
     with pytest.raises(UsageError, match="rff"):
         GaussLegendreMap().fit(4)
+
+
+def test_posterior_matches_exact_gp_prediction():
+    from rfcli.learn.gpr import posterior
+
+    X, y = data(1, n=300, seed=2)
+    fmap, st = glf_stats(X, y, "gaussian", (0.1, 1.0), tol=1e-6)
+    sp = glf_spectral(fmap, ard=False)
+    red = Reduced(st.G, st.c, st.yty, st.n)
+    s2, ell, lam = 1.3, 0.2, 0.05
+    mean_w, cov_w, _ = posterior(np.log([s2, ell, lam]), red, sp)
+    Xs = np.linspace(0, 1, 25)[:, None]
+    Vs, _ = fmap.transform_raw(Xs)
+    K = s2 * stationary_kernel("gaussian", X, X, ell) + lam * np.eye(len(X))
+    Ks = s2 * stationary_kernel("gaussian", Xs, X, ell)
+    mean = Ks @ np.linalg.solve(K, y)
+    var = s2 - np.einsum("ij,ji->i", Ks, np.linalg.solve(K, Ks.T))
+    np.testing.assert_allclose(Vs @ mean_w, mean, atol=1e-4)
+    np.testing.assert_allclose(np.einsum("ij,jk,ik->i", Vs, cov_w, Vs), var, atol=1e-4)
