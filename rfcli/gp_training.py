@@ -183,7 +183,7 @@ def train_gpr(
         ells = np.geomspace(lo, hi, s.starts + 2)[1:-1] if n_ell else [None]
         starts = [np.array([1.0, *([e] * n_ell), 0.1]) for e in ells]
         res, history = fit_hyperparameters(red, spectral, bounds, starts)
-        theta, iters, evals = res.x, sum(h["iterations"] for h in history), None
+        theta, iters = res.x, sum(h["iterations"] for h in history)
         report["starts"] = history
     else:
         theta = np.log([1.0, *([ell0] * n_ell), 0.1])

@@ -112,7 +112,8 @@ def _floats(value: str | None):
     "--tol",
     type=float,
     default=None,
-    help="svm: relative objective reduction to stop (1e-7); gpr/glf: kernel error tolerance of the quadrature (1e-3).",
+    help="svm: relative objective reduction to stop (1e-7); gpr/glf: kernel error "
+    "tolerance of the quadrature (1e-3).",
 )
 @click.option(
     "--cache-mb",
@@ -323,7 +324,8 @@ def _train_gpr(
     ui.info(f"map: {r['map']}")
     ui.info(
         f"gpr: signal variance {r['signal_variance']:.4g}, lengthscale "
-        f"{', '.join(f'{v:.4g}' for v in r['lengthscale'])}, noise variance {r['noise_variance']:.4g}, "
+        f"{', '.join(f'{v:.4g}' for v in r['lengthscale'])}, "
+        f"noise variance {r['noise_variance']:.4g}, "
         f"log marginal likelihood {r['log_marginal_likelihood']:.6g}"
     )
     ui.info(

@@ -156,7 +156,8 @@ class GaussLegendreMap(FeatureMap):
         d = int(n_inputs)
         if d > MAX_DIM:
             raise UsageError(
-                f"GLF features are for d <= {MAX_DIM} inputs (nodes grow as q^d); this input has {d}: "
+                f"GLF features are for d <= {MAX_DIM} inputs (nodes grow as q^d); "
+                f"this input has {d}: "
                 "use random Fourier features (--features rff)"
             )
         lo, hi = self.lengthscale_bounds
@@ -179,9 +180,10 @@ class GaussLegendreMap(FeatureMap):
             while True:
                 if np.prod(q) // 2 > MAX_NODES:
                     raise UsageError(
-                        f"GLF needs more than {MAX_NODES} nodes for tol={self.tol:g} with lengthscales "
-                        f"down to {lo:g} on this data range: raise --lengthscale-bounds LO, loosen --tol, "
-                        "set --nodes/--cutoff by hand, or use --features rff"
+                        f"GLF needs more than {MAX_NODES} nodes for tol={self.tol:g} "
+                        f"with lengthscales from {lo:g} to {hi:g} on this data range: narrow "
+                        "--lengthscale-bounds, loosen --tol, set --nodes/--cutoff by hand, "
+                        "or use --features rff"
                     )
                 H, w = half_space_nodes(L, q)
                 err = self._probe_error(H, w, width)
@@ -252,4 +254,5 @@ class GaussLegendreMap(FeatureMap):
             raise ConfigError("map glf: n_features does not match the nodes")
 
     def describe(self) -> str:
-        return f"glf {self.kernel_name} (q={self.q_}, L={[round(v, 4) for v in self.L_]}, {len(self.w_)} nodes)"
+        L = [round(v, 4) for v in self.L_]
+        return f"glf {self.kernel_name} (q={self.q_}, L={L}, {len(self.w_)} nodes)"
