@@ -176,7 +176,13 @@ class GaussLegendreMap(FeatureMap):
             H, w = half_space_nodes(L, q)
             err = self._probe_error(H, w, width)
         else:
-            q = np.full(d, 8)
+            # start from per-dimension 1-D searches (exact for the separable Gaussian kernel,
+            # a good start for Matern), then grow every q_j until the joint probe passes
+            q = (
+                np.array([self._search_1d(L[j], width[j], self.tol / d) for j in range(d)])
+                if d > 1
+                else np.full(1, 8)
+            )
             while True:
                 if np.prod(q) // 2 > MAX_NODES:
                     raise UsageError(
@@ -189,13 +195,22 @@ class GaussLegendreMap(FeatureMap):
                 err = self._probe_error(H, w, width)
                 if err <= self.tol:
                     break
-                q = q + 2 * np.maximum(q // 4, 1)  # grow ~50% per step, stay even
+                q = q + 2 * np.maximum(q // 8, 1)  # grow ~25% per step, stay even
         self.H_, self.w_ = H, w
         self.q_, self.L_ = [int(v) for v in q], [float(v) for v in L]
         self.probe_error_ = float(err)
         self.n_features = 2 * len(w)
         self.n_inputs_ = d
         return self
+
+    def _search_1d(self, L: float, width: float, tol: float) -> int:
+        q = 8
+        while q // 2 <= MAX_NODES:
+            H, w = half_space_nodes(np.array([L]), np.array([q]))
+            if self._probe_error(H, w, np.array([width])) <= tol:
+                return q
+            q += 2 * max(q // 8, 1)
+        return q
 
     def _probe_error(self, H, w, width) -> float:
         """Max |k~ - k| over probe differences in the bounding box, at the smallest, a middle
