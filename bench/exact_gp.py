@@ -39,8 +39,14 @@ def fit(X, y, bounds, starts, ard, max_iter=500):
     lb = [(np.log(lo), np.log(hi)) for lo, hi in bounds]
     best, iters = None, 0
     for x0 in starts:
-        r = minimize(lambda t: tuple(-v for v in lml_grad(t, D2, ys, ard)), np.log(x0), jac=True,
-                     method="L-BFGS-B", bounds=lb, options={"maxiter": max_iter})
+        r = minimize(
+            lambda t: tuple(-v for v in lml_grad(t, D2, ys, ard)),
+            np.log(x0),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=lb,
+            options={"maxiter": max_iter},
+        )
         iters += r.nit
         if best is None or r.fun < best.fun:
             best = r

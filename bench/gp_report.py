@@ -45,7 +45,9 @@ finally:
 
 def load(data, name, split, cols):
     t = pq.read_table(os.path.join(data, f"{name}.{split}.parquet"))
-    return np.column_stack([t[c].to_numpy() for c in cols]).astype(float), t["y"].to_numpy().astype(float)
+    return np.column_stack([t[c].to_numpy() for c in cols]).astype(float), t["y"].to_numpy().astype(
+        float
+    )
 
 
 def nlpd(y, m, s):
@@ -62,13 +64,30 @@ def real_sets(data):
         # GLF
         t0 = time.perf_counter()
         model_path = os.path.join(OUT, f"{name}.glf.npz")
-        _, rep = train_gpr(tr, model_path, GPRSettings(features="glf", ard=ard, lengthscale_bounds=bounds),
-                           ReadSettings(label="y"), overwrite=True)
+        _, rep = train_gpr(
+            tr,
+            model_path,
+            GPRSettings(features="glf", ard=ard, lengthscale_bounds=bounds),
+            ReadSettings(label="y"),
+            overwrite=True,
+        )
         ev = evaluate(model_path, te)
-        rows.append({"set": name, "method": "GLF-GPR", "features": rep["features"], "signal_variance": rep["signal_variance"],
-                     "lengthscale": rep["lengthscale"], "noise_variance": rep["noise_variance"], "lml": rep["log_marginal_likelihood"],
-                     "mse": ev["mse"], "nlpd": ev["nlpd"], "seconds": time.perf_counter() - t0,
-                     "per_iteration_ms": 1e3 * rep["seconds_per_iteration"], "passes": rep["data_passes"]})
+        rows.append(
+            {
+                "set": name,
+                "method": "GLF-GPR",
+                "features": rep["features"],
+                "signal_variance": rep["signal_variance"],
+                "lengthscale": rep["lengthscale"],
+                "noise_variance": rep["noise_variance"],
+                "lml": rep["log_marginal_likelihood"],
+                "mse": ev["mse"],
+                "nlpd": ev["nlpd"],
+                "seconds": time.perf_counter() - t0,
+                "per_iteration_ms": 1e3 * rep["seconds_per_iteration"],
+                "passes": rep["data_passes"],
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
         m_glf = rep["features"]
         # exact, same bounds and starts
@@ -76,24 +95,54 @@ def real_sets(data):
         Xs, Xts = (X - mu) / sd, (Xt - mu) / sd
         n_ell = X.shape[1] if ard else 1
         starts = [np.array([1.0, *([e] * n_ell), 0.1]) for e in np.geomspace(*bounds, 5)[1:-1]]
-        theta, lml, iters = exact_gp.fit(Xs, y, [(1e-3, 1e3), *([bounds] * n_ell), (1e-6, 10)], starts, ard)
+        theta, lml, iters = exact_gp.fit(
+            Xs, y, [(1e-3, 1e3), *([bounds] * n_ell), (1e-6, 10)], starts, ard
+        )
         pm, ps = exact_gp.predict(Xs, y, Xts, theta, ard)
         secs = time.perf_counter() - t0
-        rows.append({"set": name, "method": "exact GP", "signal_variance": float(np.exp(theta[0]) * y.var()),
-                     "lengthscale": [float(v) for v in np.exp(theta[1:-1])], "noise_variance": float(np.exp(theta[-1]) * y.var()),
-                     "lml": float(lml), "mse": float(np.mean((pm - yt) ** 2)), "nlpd": nlpd(yt, pm, ps), "seconds": secs,
-                     "per_iteration_ms": 1e3 * secs / max(iters, 1), "passes": "-"})
+        rows.append(
+            {
+                "set": name,
+                "method": "exact GP",
+                "signal_variance": float(np.exp(theta[0]) * y.var()),
+                "lengthscale": [float(v) for v in np.exp(theta[1:-1])],
+                "noise_variance": float(np.exp(theta[-1]) * y.var()),
+                "lml": float(lml),
+                "mse": float(np.mean((pm - yt) ** 2)),
+                "nlpd": nlpd(yt, pm, ps),
+                "seconds": secs,
+                "per_iteration_ms": 1e3 * secs / max(iters, 1),
+                "passes": "-",
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
         # RFF baseline with as many features as GLF, lengthscale learned by passes
         t0 = time.perf_counter()
         model_path = os.path.join(OUT, f"{name}.rff.npz")
-        _, rep = train_gpr(tr, model_path, GPRSettings(features="rff", n_features=m_glf, lengthscale_bounds=bounds),
-                           ReadSettings(label="y"), overwrite=True)
+        _, rep = train_gpr(
+            tr,
+            model_path,
+            GPRSettings(features="rff", n_features=m_glf, lengthscale_bounds=bounds),
+            ReadSettings(label="y"),
+            overwrite=True,
+        )
         ev = evaluate(model_path, te)
-        rows.append({"set": name, "method": "RFF-GPR", "features": m_glf, "signal_variance": rep["signal_variance"],
-                     "lengthscale": rep["lengthscale"], "noise_variance": rep["noise_variance"], "lml": rep["log_marginal_likelihood"],
-                     "mse": ev["mse"], "nlpd": ev["nlpd"], "seconds": time.perf_counter() - t0,
-                     "per_iteration_ms": 1e3 * rep["seconds_per_iteration"], "passes": rep["data_passes"]})
+        rows.append(
+            {
+                "set": name,
+                "method": "RFF-GPR",
+                "features": m_glf,
+                "signal_variance": rep["signal_variance"],
+                "lengthscale": rep["lengthscale"],
+                "noise_variance": rep["noise_variance"],
+                "lml": rep["log_marginal_likelihood"],
+                "mse": ev["mse"],
+                "nlpd": ev["nlpd"],
+                "seconds": time.perf_counter() - t0,
+                "per_iteration_ms": 1e3 * rep["seconds_per_iteration"],
+                "passes": rep["data_passes"],
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -110,8 +159,21 @@ def co2_plot(data):
     tg = np.linspace(1990, 1994, 800)
     pq.write_table(pa.table({"t": tg}), grid)
     out = os.path.join(OUT, "co2.grid.pred.csv")
-    subprocess.run([sys.executable, "-m", "rfcli", "-q", "predict", os.path.join(OUT, "co2.glf.npz"), grid, "-o", out,
-                    "--overwrite"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rfcli",
+            "-q",
+            "predict",
+            os.path.join(OUT, "co2.glf.npz"),
+            grid,
+            "-o",
+            out,
+            "--overwrite",
+        ],
+        check=True,
+    )
     import pyarrow.csv as pacsv
 
     p = pacsv.read_csv(out)
@@ -140,15 +202,40 @@ def scaling(data):
         path = os.path.join(OUT, f"co2x{n}.parquet")
         pq.write_table(pa.table({"t": Xn[:, 0], "y": yn}), path, row_group_size=5000)
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", PEAK, "-q", "train", path, "--model", "gpr", "--label", "y",
-                               "--lengthscale-bounds", "0.01,1", "-o", os.path.join(OUT, "scale.npz"), "--overwrite"],
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                PEAK,
+                "-q",
+                "train",
+                path,
+                "--model",
+                "gpr",
+                "--label",
+                "y",
+                "--lengthscale-bounds",
+                "0.01,1",
+                "-o",
+                os.path.join(OUT, "scale.npz"),
+                "--overwrite",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         total = time.perf_counter() - t0
         peak = int(proc.stderr.rsplit("PEAK_RSS_KIB", 1)[1].split()[0]) / 1024
         _, _, meta = load_model(os.path.join(OUT, "scale.npz"))
         info = meta["model"]["info"]
-        row = {"n": n, "glf_total_s": total, "glf_pass_s": info["pass_seconds"], "glf_per_iter_ms": 1e3 * info["seconds_per_iteration"],
-               "glf_iterations": info["iterations"], "glf_peak_mib": peak}
+        row = {
+            "n": n,
+            "glf_total_s": total,
+            "glf_pass_s": info["pass_seconds"],
+            "glf_per_iter_ms": 1e3 * info["seconds_per_iteration"],
+            "glf_iterations": info["iterations"],
+            "glf_peak_mib": peak,
+        }
         if n <= 5000:
             Xs = (Xn - Xn.mean()) / Xn.std()
             D2 = exact_gp.sqdist_per_dim(Xs)
@@ -173,28 +260,45 @@ def main():
     sc = scaling(args.data)
     with open(os.path.join(OUT, "gp_report.json"), "w") as f:
         json.dump({"real": real, "scaling": sc}, f, indent=2)
-    lines = ["# GP regression: Gauss-Legendre features vs exact GP vs RFF", "",
-             "Generated by `bench/gp_report.py`. Inputs standardized, targets standardized inside the learner; "
-             "Gaussian (RBF) kernel; hyperparameters learned by L-BFGS-B in log space from 3 starts within the "
-             "same bounds for every method (co2: lengthscale in [0.01, 1], isotropic; quakes: [0.3, 1.0], ARD for "
-             "GLF and exact, isotropic for RFF). Exact GP: a dense n x n implementation (bench/exact_gp.py) with "
-             "the same likelihood, optimizer and starts. RFF-GPR: as many features as GLF, lengthscale found "
-             "by a bounded 1-D search with one data pass per step, signal and noise learned from each pass's "
-             "statistics. Variances and MSE in y units.", "",
-             "| set | method | features | signal var | lengthscale | noise var | LML | test MSE | NLPD | time s | ms/iter | passes |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# GP regression: Gauss-Legendre features vs exact GP vs RFF",
+        "",
+        "Generated by `bench/gp_report.py`. Inputs standardized, targets standardized inside the learner; "
+        "Gaussian (RBF) kernel; hyperparameters learned by L-BFGS-B in log space from 3 starts within the "
+        "same bounds for every method (co2: lengthscale in [0.01, 1], isotropic; quakes: [0.3, 1.0], ARD for "
+        "GLF and exact, isotropic for RFF). Exact GP: a dense n x n implementation (bench/exact_gp.py) with "
+        "the same likelihood, optimizer and starts. RFF-GPR: as many features as GLF, lengthscale found "
+        "by a bounded 1-D search with one data pass per step, signal and noise learned from each pass's "
+        "statistics. Variances and MSE in y units.",
+        "",
+        "| set | method | features | signal var | lengthscale | noise var | LML | test MSE | NLPD | time s | ms/iter | passes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in real:
-        lines.append(f"| {r['set']} | {r['method']} | {r.get('features', '-')} | {r['signal_variance']:.4g} | "
-                     f"{', '.join(f'{v:.4g}' for v in r['lengthscale'])} | {r['noise_variance']:.4g} | {r['lml']:.2f} | "
-                     f"{r['mse']:.4f} | {r['nlpd']:.3f} | {r['seconds']:.1f} | {r['per_iteration_ms']:.1f} | {r['passes']} |")
-    lines += ["", "![co2 fit](gpr-co2-fit.png)", "",
-              "## Learning time as n grows (co2 resampled with jitter)", "",
-              "| n | GLF total s | GLF pass s | GLF ms/iteration | GLF iterations | GLF peak RSS MiB | exact GP ms/iteration |",
-              "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {r['set']} | {r['method']} | {r.get('features', '-')} | {r['signal_variance']:.4g} | "
+            f"{', '.join(f'{v:.4g}' for v in r['lengthscale'])} | {r['noise_variance']:.4g} | {r['lml']:.2f} | "
+            f"{r['mse']:.4f} | {r['nlpd']:.3f} | {r['seconds']:.1f} | {r['per_iteration_ms']:.1f} | {r['passes']} |"
+        )
+    lines += [
+        "",
+        "![co2 fit](gpr-co2-fit.png)",
+        "",
+        "## Learning time as n grows (co2 resampled with jitter)",
+        "",
+        "| n | GLF total s | GLF pass s | GLF ms/iteration | GLF iterations | GLF peak RSS MiB | exact GP ms/iteration |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in sc:
-        ex = f"{r['exact_per_iter_ms']:.0f}" if "exact_per_iter_ms" in r else "not run (n x n = 3.2 GB)"
-        lines.append(f"| {r['n']} | {r['glf_total_s']:.1f} | {r['glf_pass_s']:.1f} | {r['glf_per_iter_ms']:.1f} | "
-                     f"{r['glf_iterations']} | {r['glf_peak_mib']:.0f} | {ex} |")
+        ex = (
+            f"{r['exact_per_iter_ms']:.0f}"
+            if "exact_per_iter_ms" in r
+            else "not run (n x n = 3.2 GB)"
+        )
+        lines.append(
+            f"| {r['n']} | {r['glf_total_s']:.1f} | {r['glf_pass_s']:.1f} | {r['glf_per_iter_ms']:.1f} | "
+            f"{r['glf_iterations']} | {r['glf_peak_mib']:.0f} | {ex} |"
+        )
     with open(os.path.join(ROOT, "docs", "gpr-report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -40,6 +40,7 @@ class EncodeSettings:
     normalize_rows: bool = False
     standardize: bool = False
     sample_rows: int = 1000  # rows for the median heuristic
+    map_options: dict[str, Any] = field(default_factory=dict)  # e.g. GLF bounds, tol, nodes
 
 
 @dataclass
@@ -119,7 +120,11 @@ def fit_encoder(
     over the input when standardization, gamma='auto' or a bounding box need it."""
     if fmap is None:
         fmap = make_map(
-            settings.kernel, settings.n_features, gamma=settings.gamma, seed=settings.seed
+            settings.kernel,
+            settings.n_features,
+            settings.gamma,
+            settings.seed,
+            **settings.map_options,
         )
     pre = Preprocessor(standardize=settings.standardize, normalize_rows=settings.normalize_rows)
     if fmap.needs_box and settings.normalize_rows:
@@ -189,12 +194,15 @@ def encode(
 
     prepare_output(output, overwrite)
     t0 = time.perf_counter()
-    needs_pass = like is None and (
-        settings.standardize
-        or make_map(
-            settings.kernel, settings.n_features, settings.gamma, settings.seed
-        ).needs_sample
-    )
+    if like is None:
+        probe = make_map(
+            settings.kernel,
+            settings.n_features,
+            settings.gamma,
+            settings.seed,
+            **settings.map_options,
+        )
+    needs_pass = like is None and (settings.standardize or probe.needs_sample or probe.needs_box)
     source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
     try:
         if like is not None:

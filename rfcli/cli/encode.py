@@ -98,6 +98,30 @@ from rfcli.quantize import DESIGNABLE
     show_default=True,
     help="Rows with NaN/inf features: fail, drop them, or set those values to 0.",
 )
+@click.option(
+    "--gp-kernel",
+    type=click.Choice(["gaussian", "matern12", "matern32", "matern52"]),
+    default="gaussian",
+    show_default=True,
+    help="--kernel glf: the GP kernel of the quadrature.",
+)
+@click.option(
+    "--lengthscale-bounds",
+    default="0.05,2",
+    show_default=True,
+    help="--kernel glf: lengthscale range LO,HI the nodes must serve.",
+)
+@click.option(
+    "--tol",
+    type=float,
+    default=1e-3,
+    show_default=True,
+    help="--kernel glf: kernel error tolerance.",
+)
+@click.option(
+    "--nodes", help="--kernel glf: Gauss-Legendre nodes per dimension (even), e.g. 64,64."
+)
+@click.option("--cutoff", help="--kernel glf: truncation L per dimension.")
 @overwrite_option
 @click.pass_obj
 def encode_cmd(
@@ -121,6 +145,11 @@ def encode_cmd(
     threads,
     fmt,
     on_nan,
+    gp_kernel,
+    lengthscale_bounds,
+    tol,
+    nodes,
+    cutoff,
     overwrite,
 ):
     """Encode INPUT (Parquet, CSV, Zarr; '-' = CSV on stdin) into a bit-packed feature store.
@@ -134,7 +163,19 @@ def encode_cmd(
       rfcli encode test.parquet --like train.rff.zarr -o test.rff.zarr
       cat data.csv | rfcli encode - -o data.rff.zarr --kernel laplacian --gamma 0.5
     """
+    map_options = {}
+    if kernel == "glf":
+        from rfcli.cli.train import Pair, _floats, _ints
+
+        map_options = dict(
+            glf_kernel=gp_kernel,
+            lengthscale_bounds=Pair().convert(lengthscale_bounds, None, None),
+            tol=tol,
+            nodes=_ints(nodes),
+            cutoff=_floats(cutoff),
+        )
     settings = EncodeSettings(
+        map_options=map_options,
         kernel=kernel,
         n_features=features,
         bits=bits,

@@ -1,0 +1,104 @@
+"""GP regression through the CLI: raw input and GLF stores, predict with std, NLPD."""
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from rfcli.cli import cli
+from tests.conftest import SAMPLE
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+QUAKES_TR, QUAKES_TE = SAMPLE / "quakes.train.parquet", SAMPLE / "quakes.test.parquet"
+FAST = ["--lengthscale-bounds", "0.5,1", "--nodes", "24,24"]
+
+
+def test_gpr_raw_and_store_agree(tmp_path):
+    r = invoke(
+        "train", QUAKES_TR, "--model", "gpr", "--label", "y", *FAST, "-o", tmp_path / "raw.npz"
+    )
+    assert r.exit_code == 0, r.output
+    assert "log marginal likelihood" in r.stderr and "ms/iteration" in r.stderr
+    r = invoke(
+        "encode",
+        QUAKES_TR,
+        "--kernel",
+        "glf",
+        "--label",
+        "y",
+        "--standardize",
+        *FAST,
+        "-o",
+        tmp_path / "s.zarr",
+    )
+    assert r.exit_code == 0, r.output
+    r = invoke(
+        "train",
+        tmp_path / "s.zarr",
+        "--model",
+        "gpr",
+        "--lengthscale-bounds",
+        "0.5,1",
+        "-o",
+        tmp_path / "st.npz",
+    )
+    assert r.exit_code == 0, r.output
+    a = json.loads(invoke("evaluate", tmp_path / "raw.npz", QUAKES_TE, "--json").stdout)
+    b = json.loads(invoke("evaluate", tmp_path / "st.npz", QUAKES_TE, "--json").stdout)
+    assert {"mse", "rmse", "r2", "nlpd"} <= a.keys()
+    # the store holds float32 features: same model up to float32 rounding
+    assert b["mse"] == np.float64(a["mse"]) or abs(b["mse"] / a["mse"] - 1) < 1e-3
+    assert a["r2"] > 0.8
+    out = invoke("predict", tmp_path / "raw.npz", QUAKES_TE, "-o", "-").stdout.splitlines()
+    assert out[0] == '"prediction","std"' and len(out) == 401
+    assert all(float(line.split(",")[1]) > 0 for line in out[1:])
+
+
+def test_gpr_rff_baseline_and_errors(tmp_path):
+    r = invoke(
+        "train",
+        QUAKES_TR,
+        "--model",
+        "gpr",
+        "--label",
+        "y",
+        "--features",
+        "rff",
+        "-m",
+        "64",
+        "--lengthscale-bounds",
+        "0.3,1",
+        "-o",
+        tmp_path / "rff.npz",
+    )
+    assert r.exit_code == 0, r.output
+    assert "data pass(es)" in r.stderr
+    r = invoke(
+        "train",
+        QUAKES_TR,
+        "--model",
+        "gpr",
+        "--label",
+        "y",
+        "--features",
+        "rff",
+        "--ard",
+        "-o",
+        tmp_path / "x.npz",
+    )
+    assert r.exit_code == 2 and "--ard needs --features glf" in r.stderr
+    r = invoke(
+        "train",
+        SAMPLE / "letter.train.parquet",
+        "--model",
+        "gpr",
+        "--label",
+        "label",
+        "-o",
+        tmp_path / "l.npz",
+    )
+    assert r.exit_code == 2 and "d <= 3" in r.stderr
