@@ -48,7 +48,7 @@ class GPRSettings:
     kernel: str = "gaussian"
     learn: bool = True  # learn hyperparameters (rff: the lengthscale too, a pass per step)
     ard: bool = False
-    lengthscale_bounds: tuple[float, float] = (0.1, 10.0)
+    lengthscale_bounds: tuple[float, float] = (0.05, 2.0)
     noise_bounds: tuple[float, float] = (1e-6, 10.0)  # noise variance, standardized targets
     signal_bounds: tuple[float, float] = (1e-3, 1e3)
     lengthscale: float | None = None  # fixed lengthscale without --learn (default: geometric mid)
