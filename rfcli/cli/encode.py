@@ -5,7 +5,13 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import CommaList, GammaType, flatten, overwrite_option
+from rfcli.cli.options import (
+    AutoFloat,
+    CommaList,
+    flatten,
+    glf_quadrature_options,
+    overwrite_option,
+)
 from rfcli.io.jsonfile import read_json
 from rfcli.io.readers import FORMATS, NAN_POLICIES
 from rfcli.maps import KERNELS
@@ -33,7 +39,7 @@ from rfcli.quantize import DESIGNABLE
 @click.option("--kernel", type=click.Choice(KERNELS), default="gaussian", show_default=True)
 @click.option(
     "--gamma",
-    type=GammaType(),
+    type=AutoFloat(),
     default="auto",
     show_default=True,
     help="Bandwidth: k = exp(-gamma ||x-y||^2); 'auto' = 1/median squared distance "
@@ -106,22 +112,13 @@ from rfcli.quantize import DESIGNABLE
     help="--kernel glf: the GP kernel of the quadrature.",
 )
 @click.option(
-    "--lengthscale-bounds",
-    default="0.05,2",
-    show_default=True,
-    help="--kernel glf: lengthscale range LO,HI the nodes must serve.",
-)
-@click.option(
     "--tol",
     type=float,
     default=1e-3,
     show_default=True,
     help="--kernel glf: kernel error tolerance.",
 )
-@click.option(
-    "--nodes", help="--kernel glf: Gauss-Legendre nodes per dimension (even), e.g. 64,64."
-)
-@click.option("--cutoff", help="--kernel glf: truncation L per dimension.")
+@glf_quadrature_options
 @overwrite_option
 @click.pass_obj
 def encode_cmd(
@@ -165,14 +162,12 @@ def encode_cmd(
     """
     map_options = {}
     if kernel == "glf":
-        from rfcli.cli.train import Pair, _floats, _ints
-
         map_options = dict(
             glf_kernel=gp_kernel,
-            lengthscale_bounds=Pair().convert(lengthscale_bounds, None, None),
+            lengthscale_bounds=lengthscale_bounds,
             tol=tol,
-            nodes=_ints(nodes),
-            cutoff=_floats(cutoff),
+            nodes=nodes,
+            cutoff=cutoff,
         )
     settings = EncodeSettings(
         map_options=map_options,

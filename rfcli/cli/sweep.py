@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import CommaList, GammaType, flatten, overwrite_option
-from rfcli.cli.train import AutoFloat
+from rfcli.cli.options import AutoFloat, CommaList, flatten, overwrite_option
 from rfcli.maps import KERNELS
 from rfcli.pipeline import EncodeSettings, ReadSettings
 from rfcli.training import MODELS, TrainSettings
@@ -30,7 +29,7 @@ from rfcli.training import MODELS, TrainSettings
     show_default=True,
 )
 @click.option("--kernel", type=click.Choice(KERNELS), default="gaussian", show_default=True)
-@click.option("--gamma", type=GammaType(), default="auto", show_default=True)
+@click.option("--gamma", type=AutoFloat(), default="auto", show_default=True)
 @click.option("--normalize-rows", is_flag=True)
 @click.option("--standardize", is_flag=True)
 @click.option("--normalized", is_flag=True, help="Train on normalized rows.")

@@ -5,52 +5,8 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import overwrite_option
-from rfcli.errors import UsageError
+from rfcli.cli.options import AutoFloat, Pair, glf_quadrature_options, overwrite_option
 from rfcli.training import TrainSettings, train
-
-
-class AutoFloat(click.ParamType):
-    name = "FLOAT|auto"
-
-    def convert(self, value, param, ctx):
-        if value == "auto" or isinstance(value, float):
-            return value
-        try:
-            return float(value)
-        except ValueError:
-            self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
-
-
-class Pair(click.ParamType):
-    name = "LO,HI"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            lo, hi = (float(v) for v in str(value).split(","))
-        except ValueError:
-            self.fail(f"{value!r} is not two numbers LO,HI", param, ctx)
-        return lo, hi
-
-
-def _ints(value: str | None):
-    if value is None:
-        return None
-    try:
-        return [int(v) for v in value.split(",")]
-    except ValueError:
-        raise UsageError(f"--nodes must be integers, got {value!r}") from None
-
-
-def _floats(value: str | None):
-    if value is None:
-        return None
-    try:
-        return [float(v) for v in value.split(",")]
-    except ValueError:
-        raise UsageError(f"--cutoff must be numbers, got {value!r}") from None
 
 
 @cli.command("train")
@@ -146,13 +102,6 @@ def _floats(value: str | None):
 )
 @click.option("--ard", is_flag=True, help="gpr/glf: one lengthscale per input dimension.")
 @click.option(
-    "--lengthscale-bounds",
-    type=Pair(),
-    default="0.05,2",
-    show_default=True,
-    help="gpr: lengthscale range (standardized inputs); also decides GLF's nodes.",
-)
-@click.option(
     "--noise-bounds",
     type=Pair(),
     default="1e-6,10",
@@ -168,14 +117,13 @@ def _floats(value: str | None):
     show_default=True,
     help="gpr rff: features.",
 )
-@click.option("--nodes", help="gpr glf: Gauss-Legendre nodes per dimension (even), e.g. 64,64.")
-@click.option("--cutoff", help="gpr glf: truncation L per dimension.")
 @click.option(
     "--standardize/--no-standardize",
     default=True,
     show_default=True,
     help="gpr from raw INPUT: z-score inputs.",
 )
+@glf_quadrature_options
 @overwrite_option
 @click.pass_obj
 def train_cmd(
@@ -308,8 +256,8 @@ def _train_gpr(
         lengthscale=lengthscale,
         n_features=m,
         tol=1e-3 if tol is None else tol,
-        nodes=_ints(nodes),
-        cutoff=_floats(cutoff),
+        nodes=nodes,
+        cutoff=cutoff,
         standardize=standardize,
         seed=seed,
     )
