@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 RFCLI  := $(VENV)/bin/rfcli
 DEMO   := build/demo
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench bench-all clean
 
 install: $(VENV)/.installed
 
@@ -31,9 +31,16 @@ lint: install
 	$(VENV)/bin/ruff check rfcli tests bench
 	$(VENV)/bin/ruff format --check rfcli tests bench
 
+# quick benchmarks (minutes): encode report, training memory as rows grow 10x
 bench: install
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) bench/encode_report.py
+	$(PY) bench/train_memory.py
+
+# everything, including the accuracy-vs-bits sweeps (about an hour on 2 cores) and GPR
+bench-all: bench
+	$(PY) bench/sweep_report.py
+	$(PY) bench/gp_report.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
