@@ -195,7 +195,7 @@ def scaling(data):
     X, y = load(data, "co2", "train", ["t"])
     rows = []
     rng = np.random.default_rng(0)
-    for n in (1000, 5000, 20000):
+    for n in (1000, 5000, 20000, 100000):
         idx = rng.integers(0, len(X), n)
         Xn = X[idx] + rng.normal(0, 0.01, (n, 1))
         yn = y[idx] + rng.normal(0, 0.3, n)
@@ -253,10 +253,15 @@ def scaling(data):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
+    ap.add_argument("--only-scaling", action="store_true", help="rerun the n-scaling part only")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    real = real_sets(args.data)
-    co2_plot(args.data)
+    if args.only_scaling:
+        with open(os.path.join(OUT, "gp_report.json")) as f:
+            real = json.load(f)["real"]
+    else:
+        real = real_sets(args.data)
+        co2_plot(args.data)
     sc = scaling(args.data)
     with open(os.path.join(OUT, "gp_report.json"), "w") as f:
         json.dump({"real": real, "scaling": sc}, f, indent=2)

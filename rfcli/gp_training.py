@@ -88,6 +88,9 @@ def _rff_map(s: GPRSettings, ell: float) -> FourierMap:
     return FourierMap(s.kernel, n_features=s.n_features, gamma=1.0 / (2.0 * ell * ell), seed=s.seed)
 
 
+FEATURE_BLOCK_BYTES = 32 << 20
+
+
 class _Rows:
     """Passes over raw input: preprocessed rows and targets, chunk by chunk."""
 
@@ -98,15 +101,20 @@ class _Rows:
         if read.label is None:
             raise UsageError("GPR needs --label (the regression target)")
 
-    def chunks(self):
-        for ch in iter_chunks(self.source, self.sel, self.read.chunk_rows, self.read.on_nan):
+    def chunks(self, n_features: int | None = None):
+        """Chunks of rows; with ``n_features`` the chunk is capped so that its float64
+        feature block stays near 32 MiB (GLF maps can have thousands of features)."""
+        rows = self.read.chunk_rows
+        if n_features:
+            rows = max(256, min(rows, FEATURE_BLOCK_BYTES // (8 * n_features)))
+        for ch in iter_chunks(self.source, self.sel, rows, self.read.on_nan):
             yield ch.X, np.asarray(ch.label, dtype=np.float64)
 
 
 def _stats_from_rows(rows: _Rows, encoder: Encoder, progress: Progress, what: str) -> GPStats:
     st = GPStats(encoder.n_features)
     with progress.task(what, rows.source.num_rows) as task:
-        for X, y in rows.chunks():
+        for X, y in rows.chunks(encoder.n_features):
             st.update(encoder.features(X), y)
             task.advance(len(y))
     if st.n == 0:
