@@ -79,7 +79,9 @@ class ParquetSource(Source):
     def __init__(self, path: str):
         self.path = path
         try:
-            self._file = pq.ParquetFile(path)
+            # pre_buffer caches every row group's column chunks until the iteration ends
+            # (memory growing with the file); read row group by row group instead
+            self._file = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except (pa.ArrowException, OSError) as e:
