@@ -111,6 +111,7 @@ def main():
     ap.add_argument("--sets", default="letter,optdigits,diamonds,quakes,co2")
     ap.add_argument("--features", default="256,1024,4096")
     ap.add_argument("--bits", default="1,2,4,none")
+    ap.add_argument("--quantizers", default="lm,stoc")
     ap.add_argument("--no-exact", action="store_true")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
