@@ -298,7 +298,7 @@ def main():
         ex = (
             f"{r['exact_per_iter_ms']:.0f}"
             if "exact_per_iter_ms" in r
-            else "not run (n x n = 3.2 GB)"
+            else f"not run (n x n float64 = {r['n'] ** 2 * 8 / 2**30:.1f} GiB)"
         )
         lines.append(
             f"| {r['n']} | {r['glf_total_s']:.1f} | {r['glf_pass_s']:.1f} | {r['glf_per_iter_ms']:.1f} | "
