@@ -12,9 +12,7 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +20,9 @@ import pyarrow.parquet as pq
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from cli_peak import run_cli  # noqa: E402
 
 from rfcli import FeatureStore  # noqa: E402
 from rfcli.metrics import kernel_errors  # noqa: E402
@@ -30,23 +31,9 @@ OUT = os.path.join(ROOT, "build", "bench")
 CONFIGS = [("lm", 1), ("lm", 2), ("lm", 4), ("stoc", 1), ("stoc", 2), ("stoc", 4), ("none", 32)]
 
 
-PEAK = """
-import sys
-sys.argv = ["rfcli"] + sys.argv[1:]
-try:
-    from rfcli.cli import main
-    main()
-finally:
-    # VmHWM is per address space (reset by exec); ru_maxrss would include the forking parent
-    hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0].split()[1]
-    sys.stderr.write("PEAK_RSS_KIB %s\\n" % hwm)
-"""
-
-
 def encode_subprocess(src, store, quantizer, bits, m):
-    """Run the real CLI in a child process; return (seconds, the child's own peak RSS in MiB)."""
-    args = [
-        "-q",
+    """The real CLI in a child process: (seconds, its own peak RSS in MiB)."""
+    return run_cli(
         "encode",
         src,
         "-o",
@@ -55,20 +42,13 @@ def encode_subprocess(src, store, quantizer, bits, m):
         "label",
         "--normalize-rows",
         "-m",
-        str(m),
+        m,
         "--quantizer",
         quantizer,
         "-b",
-        str(bits),
+        bits,
         "--overwrite",
-    ]
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", PEAK, *args], capture_output=True, text=True)
-    secs = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"encode failed: {proc.stderr}")
-    peak = int(proc.stderr.rsplit("PEAK_RSS_KIB", 1)[1].split()[0])
-    return secs, peak / 1024
+    )
 
 
 def inprocess_rows_per_s(src, quantizer, bits, m, repeats=3):

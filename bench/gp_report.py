@@ -23,6 +23,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import exact_gp  # noqa: E402
+from cli_peak import run_cli  # noqa: E402
 
 from rfcli.gp_training import GPRSettings, train_gpr  # noqa: E402
 from rfcli.io.models_io import load_model  # noqa: E402
@@ -31,16 +32,6 @@ from rfcli.training import evaluate  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench", "gpr")
 SETS = {"co2": (["t"], (0.01, 1.0), False), "quakes": (["lat", "long"], (0.3, 1.0), True)}
-PEAK = """
-import sys
-sys.argv = ["rfcli"] + sys.argv[1:]
-try:
-    from rfcli.cli import main
-    main()
-finally:
-    hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0].split()[1]
-    sys.stderr.write("PEAK_RSS_KIB %s\\n" % hwm)
-"""
 
 
 def load(data, name, split, cols):
@@ -201,31 +192,19 @@ def scaling(data):
         yn = y[idx] + rng.normal(0, 0.3, n)
         path = os.path.join(OUT, f"co2x{n}.parquet")
         pq.write_table(pa.table({"t": Xn[:, 0], "y": yn}), path, row_group_size=5000)
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                PEAK,
-                "-q",
-                "train",
-                path,
-                "--model",
-                "gpr",
-                "--label",
-                "y",
-                "--lengthscale-bounds",
-                "0.01,1",
-                "-o",
-                os.path.join(OUT, "scale.npz"),
-                "--overwrite",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
+        total, peak = run_cli(
+            "train",
+            path,
+            "--model",
+            "gpr",
+            "--label",
+            "y",
+            "--lengthscale-bounds",
+            "0.01,1",
+            "-o",
+            os.path.join(OUT, "scale.npz"),
+            "--overwrite",
         )
-        total = time.perf_counter() - t0
-        peak = int(proc.stderr.rsplit("PEAK_RSS_KIB", 1)[1].split()[0]) / 1024
         _, _, meta = load_model(os.path.join(OUT, "scale.npz"))
         info = meta["model"]["info"]
         row = {

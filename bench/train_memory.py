@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -20,27 +19,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "build", "bench", "memory")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from cli_peak import run_cli  # noqa: E402
 
-PEAK = """
-import sys
-sys.argv = ["rfcli"] + sys.argv[1:]
-try:
-    from rfcli.cli import main
-    main()
-finally:
-    hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0].split()[1]
-    sys.stderr.write("PEAK_RSS_KIB %s\\n" % hwm)
-"""
+OUT = os.path.join(ROOT, "build", "bench", "memory")
 
 
 def run(*args):
-    p = subprocess.run(
-        [sys.executable, "-c", PEAK, "-q", *map(str, args)], capture_output=True, text=True
-    )
-    if p.returncode:
-        raise SystemExit(p.stderr)
-    return int(p.stderr.rsplit("PEAK_RSS_KIB", 1)[1].split()[0]) / 1024
+    return run_cli(*args)[1]
 
 
 def make_data(path, n, seed=0):
