@@ -251,10 +251,6 @@ class GaussLegendreMap(FeatureMap):
             "n_features": self.n_features,
         }
 
-    def to_state(self):
-        config, arrays = super().to_state()
-        return config, arrays
-
     def fitted_params(self) -> dict[str, Any]:
         return {"q": self.q_, "L": self.L_, "probe_error": self.probe_error_}
 
