@@ -125,7 +125,7 @@ def main():
         model, label, pre = SETS[name]
         for m in feats:
             for b in bits:
-                for q in ["none"] if b == "none" else ["lm", "stoc"]:
+                for q in ["none"] if b == "none" else args.quantizers.split(","):
                     bb = 32 if b == "none" else b
                     if any(
                         r["set"] == name
