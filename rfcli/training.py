@@ -127,14 +127,17 @@ def train(
     return TrainResult(model, report, secs)
 
 
-# -- ridge ----------------------------------------------------------------------------------
-def _train_ridge(data: StoreData, targets: Targets, s: TrainSettings, progress: Progress):
-    m, k = data.encoder.n_features, targets.n_outputs
-    tune = s.alpha == "auto" and s.val_fraction > 0
+# -- shared pass -----------------------------------------------------------------------------
+def _split_stats(
+    data: StoreData, k: int, targets_of, tune: bool, s: TrainSettings, progress, title
+):
+    """One pass of least-squares statistics (Phi'Phi, Phi'Y, ...), kept separately for the
+    training and validation rows when ``tune`` (else everything goes to the first)."""
+    m = data.encoder.n_features
     fit, val = RidgeStats(m, k), RidgeStats(m, k)
-    with progress.task("ridge: Phi'Phi", data.n_rows) as task:
+    with progress.task(title, data.n_rows) as task:
         for batch in data.batches():
-            Y = targets.encode(batch.y)
+            Y = targets_of(batch.y)
             if tune:
                 vm = validation_mask(s.seed, batch.row0, len(batch), s.val_fraction)
                 fit.update(batch.F[~vm], Y[~vm])
@@ -142,6 +145,14 @@ def _train_ridge(data: StoreData, targets: Targets, s: TrainSettings, progress: 
             else:
                 fit.update(batch.F, Y)
             task.advance(len(batch))
+    return fit, val
+
+
+# -- ridge ----------------------------------------------------------------------------------
+def _train_ridge(data: StoreData, targets: Targets, s: TrainSettings, progress: Progress):
+    k = targets.n_outputs
+    tune = s.alpha == "auto" and s.val_fraction > 0
+    fit, val = _split_stats(data, k, targets.encode, tune, s, progress, "ridge: Phi'Phi")
     report: dict[str, Any] = {"model": "krr", "task": targets.task}
     if tune:
         Gc, FtYc = fit.centred()
@@ -221,17 +232,9 @@ def _train_svm(data: StoreData, targets: Targets, s: TrainSettings, progress: Pr
     report: dict[str, Any] = {"model": "svm", "task": "classification", "loss": s.loss}
     tune = s.C == "auto" and s.val_fraction > 0
     # one pass: the feature Gram matrices (train / validation rows) for the preconditioner
-    fit_stats, val_stats = RidgeStats(m, 1), RidgeStats(m, 1)
-    with progress.task("svm: Gram matrix", data.n_rows) as task:
-        for batch in data.batches():
-            zeros = np.zeros((len(batch), 1))
-            if tune:
-                vm = validation_mask(s.seed, batch.row0, len(batch), s.val_fraction)
-                fit_stats.update(batch.F[~vm], zeros[~vm])
-                val_stats.update(batch.F[vm], zeros[vm])
-            else:
-                fit_stats.update(batch.F, zeros)
-            task.advance(len(batch))
+    fit_stats, val_stats = _split_stats(
+        data, 1, lambda y: np.zeros((len(y), 1)), tune, s, progress, "svm: Gram matrix"
+    )
     fitkw = dict(loss=s.loss, max_iter=s.max_iter, tol=s.tol)
     warm = None
     if tune:
