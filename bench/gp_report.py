@@ -45,6 +45,28 @@ def nlpd(y, m, s):
     return float(np.mean(0.5 * np.log(2 * np.pi * s**2) + (y - m) ** 2 / (2 * s**2)))
 
 
+def rfcli_row(name, method, tr, te, settings):
+    """Train rfcli GPR on tr, evaluate on te: one report row."""
+    t0 = time.perf_counter()
+    model_path = os.path.join(OUT, f"{name}.{settings.features}.npz")
+    _, rep = train_gpr(tr, model_path, settings, ReadSettings(label="y"), overwrite=True)
+    ev = evaluate(model_path, te)
+    return {
+        "set": name,
+        "method": method,
+        "features": rep["features"],
+        "signal_variance": rep["signal_variance"],
+        "lengthscale": rep["lengthscale"],
+        "noise_variance": rep["noise_variance"],
+        "lml": rep["log_marginal_likelihood"],
+        "mse": ev["mse"],
+        "nlpd": ev["nlpd"],
+        "seconds": time.perf_counter() - t0,
+        "per_iteration_ms": 1e3 * rep["seconds_per_iteration"],
+        "passes": rep["data_passes"],
+    }
+
+
 def real_sets(data):
     rows = []
     for name, (cols, bounds, ard) in SETS.items():
@@ -53,34 +75,17 @@ def real_sets(data):
         Xt, yt = load(data, name, "test", cols)
         mu, sd = X.mean(0), X.std(0)
         # GLF
-        t0 = time.perf_counter()
-        model_path = os.path.join(OUT, f"{name}.glf.npz")
-        _, rep = train_gpr(
-            tr,
-            model_path,
-            GPRSettings(features="glf", ard=ard, lengthscale_bounds=bounds),
-            ReadSettings(label="y"),
-            overwrite=True,
-        )
-        ev = evaluate(model_path, te)
         rows.append(
-            {
-                "set": name,
-                "method": "GLF-GPR",
-                "features": rep["features"],
-                "signal_variance": rep["signal_variance"],
-                "lengthscale": rep["lengthscale"],
-                "noise_variance": rep["noise_variance"],
-                "lml": rep["log_marginal_likelihood"],
-                "mse": ev["mse"],
-                "nlpd": ev["nlpd"],
-                "seconds": time.perf_counter() - t0,
-                "per_iteration_ms": 1e3 * rep["seconds_per_iteration"],
-                "passes": rep["data_passes"],
-            }
+            rfcli_row(
+                name,
+                "GLF-GPR",
+                tr,
+                te,
+                GPRSettings(features="glf", ard=ard, lengthscale_bounds=bounds),
+            )
         )
         print(json.dumps(rows[-1]), flush=True)
-        m_glf = rep["features"]
+        m_glf = rows[-1]["features"]
         # exact, same bounds and starts
         t0 = time.perf_counter()
         Xs, Xts = (X - mu) / sd, (Xt - mu) / sd
@@ -108,32 +113,8 @@ def real_sets(data):
         )
         print(json.dumps(rows[-1]), flush=True)
         # RFF baseline with as many features as GLF, lengthscale learned by passes
-        t0 = time.perf_counter()
-        model_path = os.path.join(OUT, f"{name}.rff.npz")
-        _, rep = train_gpr(
-            tr,
-            model_path,
-            GPRSettings(features="rff", n_features=m_glf, lengthscale_bounds=bounds),
-            ReadSettings(label="y"),
-            overwrite=True,
-        )
-        ev = evaluate(model_path, te)
-        rows.append(
-            {
-                "set": name,
-                "method": "RFF-GPR",
-                "features": m_glf,
-                "signal_variance": rep["signal_variance"],
-                "lengthscale": rep["lengthscale"],
-                "noise_variance": rep["noise_variance"],
-                "lml": rep["log_marginal_likelihood"],
-                "mse": ev["mse"],
-                "nlpd": ev["nlpd"],
-                "seconds": time.perf_counter() - t0,
-                "per_iteration_ms": 1e3 * rep["seconds_per_iteration"],
-                "passes": rep["data_passes"],
-            }
-        )
+        settings = GPRSettings(features="rff", n_features=m_glf, lengthscale_bounds=bounds)
+        rows.append(rfcli_row(name, "RFF-GPR", tr, te, settings))
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
