@@ -39,6 +39,12 @@ class Encoder:
 
     def __post_init__(self):
         check_quantizer_fits_map(self.quantizer, self.fmap)
+        fp = getattr(self.quantizer, "map_fingerprint", None)
+        if fp is not None and fp != map_fingerprint(self.columns, self.preprocess, self.fmap):
+            raise IncompatibleError(
+                "the empirical quantizer was fitted for another map (map fingerprint "
+                f"{fp}); fit it on this map with `rfcli fit-quantizer --kind empirical --map`"
+            )
 
     @property
     def n_features(self) -> int:
@@ -144,13 +150,7 @@ class Encoder:
 
     def fingerprint(self) -> str:
         """SHA-256 (first 16 hex digits) of the canonical config and every array's bytes."""
-        config, arrays = self.to_state()
-        h = hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
-        for k in sorted(arrays):
-            a = np.ascontiguousarray(arrays[k])
-            h.update(f"{k}:{a.dtype.str}:{a.shape}".encode())
-            h.update(a.tobytes())
-        return h.hexdigest()[:16]
+        return _hash_state(*self.to_state())
 
     def check_same(self, other: Encoder, what: str = "store") -> None:
         if self.fingerprint() != other.fingerprint():
@@ -170,11 +170,41 @@ class Encoder:
         }
 
 
+def _hash_state(config: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}:{a.dtype.str}:{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def map_fingerprint(columns: list[str], preprocess: Preprocessor, fmap: FeatureMap) -> str:
+    """Fingerprint of everything before the quantizer (columns, preprocessing, map): what a
+    fitted (empirical) quantizer depends on."""
+    mc, ma = fmap.to_state()
+    pc, pa = preprocess.to_state()
+    arrays = {f"map/{k}": v for k, v in ma.items()}
+    arrays.update({f"preprocess/{k}": v for k, v in pa.items()})
+    return _hash_state({"columns": list(columns), "preprocess": pc, "map": mc}, arrays)
+
+
+_LAW_HINTS = {
+    "binary": "arc-cosine order 0 features are 0/1: use --quantizer binary (1 bit) or none",
+    "ternary": "ternary features are exact symbols: use --quantizer ternary (2 bits) or "
+    "trits (1.6 bits)",
+    "relu-normalized": "arc-cosine order 1 features: use --quantizer lm, empirical or none",
+}
+
+
 def check_quantizer_fits_map(quantizer: Quantizer, fmap: FeatureMap) -> None:
-    if fmap.value_law not in quantizer.laws:
-        hint = {
-            "binary": "arc-cosine order 0 features are 0/1: use --quantizer binary (1 bit) or none",
-            "relu-normalized": "arc-cosine order 1 features are stored unquantized: "
-            "use --quantizer none",
-        }.get(fmap.value_law, f"use one of the quantizers for {fmap.value_law} values")
-        raise UsageError(f"quantizer {quantizer.kind!r} does not fit the {fmap.kind} map: {hint}")
+    if fmap.value_law in quantizer.laws:
+        return
+    if "*" in quantizer.laws and fmap.value_law not in ("binary", "ternary"):
+        return
+    hint = _LAW_HINTS.get(
+        fmap.value_law,
+        f"its values have no universal law: use --quantizer empirical (fitted on the "
+        f"{fmap.kind} features) or none",
+    )
+    raise UsageError(f"quantizer {quantizer.kind!r} does not fit the {fmap.kind} map: {hint}")

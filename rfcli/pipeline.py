@@ -16,13 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from rfcli.encoder import Encoder
+from rfcli.encoder import Encoder, check_quantizer_fits_map, map_fingerprint
 from rfcli.errors import InputError, UsageError
 from rfcli.io.readers import Selection, Source, iter_chunks, open_source, select_columns
 from rfcli.io.store import FeatureStore, StoreWriter
-from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, make_map
+from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_map
 from rfcli.progress import NullProgress, Progress
 from rfcli.quantize import Quantizer, make_quantizer
+from rfcli.quantize.base import check_bits
 from rfcli.random import keyed_uniform
 
 
@@ -71,7 +72,13 @@ def default_bits(kind: str) -> int:
     return {"none": 32, "sign": 1, "binary": 1}.get(kind, 2)
 
 
-def build_quantizer(settings: EncodeSettings, default_kind: str) -> Quantizer:
+#: feature values the encoder's empirical quantizer is fitted on (SPEC 2)
+EMPIRICAL_SAMPLE = 200_000
+
+
+def build_quantizer(settings: EncodeSettings, fmap: FeatureMap) -> Quantizer | None:
+    """The quantizer of ``settings`` for ``fmap``; None when it must be fitted on data
+    (``empirical`` without a quantizer file)."""
     if settings.quantizer_config is not None:
         q = Quantizer.from_config(settings.quantizer_config)
         if settings.quantizer and settings.quantizer != q.kind:
@@ -83,9 +90,12 @@ def build_quantizer(settings: EncodeSettings, default_kind: str) -> Quantizer:
                 f"-b {settings.bits} does not match the quantizer file ({q.bits} bits)"
             )
         return q
-    kind = settings.quantizer or default_kind
+    kind = settings.quantizer or fmap.default_quantizer
+    if kind == "empirical":
+        check_bits(settings.bits if settings.bits is not None else 2)
+        return None
     bits = settings.bits if settings.bits is not None else default_bits(kind)
-    return make_quantizer(kind, bits, seed=settings.seed)
+    return make_quantizer(kind, bits, seed=settings.seed, law=fmap.value_law)
 
 
 class _BottomK:
@@ -108,6 +118,29 @@ class _BottomK:
         self.keys, self.rows = allk[order], allx[order]
 
 
+def fit_empirical(
+    fmap: FeatureMap,
+    rows: np.ndarray,
+    bits: int,
+    seed: int,
+    n_values: int = EMPIRICAL_SAMPLE,
+    domain: str = "linear",
+    info: dict | None = None,
+) -> Quantizer:
+    """The empirical quantizer of ``fmap``'s raw values on preprocessed ``rows``: a hash
+    sample of ``n_values`` (row, feature) values (independent of chunking), then exact
+    Lloyd-Max (:class:`rfcli.quantize.empirical.EmpiricalQuantizer`)."""
+    from rfcli.quantize.empirical import EmpiricalQuantizer
+
+    z, _ = fmap.transform_raw(rows)
+    z = np.asarray(z, dtype=np.float64)
+    if z.size > n_values:
+        keys = keyed_uniform(seed, np.arange(z.shape[0]), z.shape[1]).ravel()
+        z = z.ravel()[np.argpartition(keys, n_values - 1)[:n_values]]
+    meta = {"sample_rows": int(len(rows)), "sample_seed": int(seed), **(info or {})}
+    return EmpiricalQuantizer.fit(z, bits, domain=domain, info=meta)
+
+
 def fit_encoder(
     source: Source,
     sel: Selection,
@@ -116,8 +149,12 @@ def fit_encoder(
     progress: Progress,
     fmap: FeatureMap | None = None,
 ) -> Encoder:
-    """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe); one pass
-    over the input when standardization, gamma='auto' or a bounding box need it."""
+    """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe).
+
+    Pass 1 (when standardization, gamma='auto', a bounding box or an empirical quantizer
+    need it) gathers column statistics and a hash sample of rows; pass 2 (for maps with
+    ``pass_reductions``: TRF's tau, positive features' kappa) reduces per-row values of
+    the preprocessed rows with the drawn map.  Both are chunk-independent."""
     if fmap is None:
         fmap = make_map(
             settings.kernel,
@@ -129,13 +166,16 @@ def fit_encoder(
     pre = Preprocessor(standardize=settings.standardize, normalize_rows=settings.normalize_rows)
     if fmap.needs_box and settings.normalize_rows:
         raise UsageError(f"--normalize-rows does not fit the {fmap.kind} map (it needs a data box)")
-    quantizer = build_quantizer(settings, fmap.default_quantizer)
+    quantizer = build_quantizer(settings, fmap)
+    if quantizer is not None:
+        check_quantizer_fits_map(quantizer, fmap)  # before any pass over the data
     d = len(sel.features)
-    if pre.needs_stats or fmap.needs_sample or fmap.needs_box:
+    n_passes = needed_passes(settings, fmap)
+    sample = _BottomK(settings.sample_rows, settings.seed)
+    if pre.needs_stats or fmap.needs_sample or fmap.needs_box or quantizer is None:
         stats = ColumnStats(d)
-        sample = _BottomK(settings.sample_rows, settings.seed)
         n = 0
-        with progress.task("fitting (pass 1/2)", source.num_rows) as t:
+        with progress.task(f"fitting (pass 1/{n_passes + 1})", source.num_rows) as t:
             for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
                 stats.update(ch.X)
                 sample.update(ch.row0, ch.X)
@@ -151,7 +191,35 @@ def fit_encoder(
             fmap.fit(d, pre.transform(sample.rows) if fmap.needs_sample else None)
     else:
         fmap.fit(d)
+    if fmap.needs_pass:
+        reducer = RowReducer(fmap.pass_reductions)
+        with progress.task(f"fitting (pass {n_passes}/{n_passes + 1})", source.num_rows) as t:
+            for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
+                reducer.update(ch.row0, fmap.pass_values(pre.transform(ch.X)))
+                t.advance(len(ch))
+        if reducer.n == 0:
+            raise InputError(f"{source.path}: no rows")
+        fmap.finish_pass(reducer.totals(), reducer.n)
+    if quantizer is None:
+        quantizer = fit_empirical(
+            fmap, pre.transform(sample.rows), settings.bits or 2, settings.seed
+        )
+        quantizer.info["map_fingerprint"] = map_fingerprint(list(sel.features), pre, fmap)
     return Encoder(columns=list(sel.features), preprocess=pre, fmap=fmap, quantizer=quantizer)
+
+
+def needed_passes(settings: EncodeSettings, fmap: FeatureMap) -> int:
+    """Passes over the input before the encode pass (0, 1 or 2)."""
+    first = (
+        settings.standardize
+        or fmap.needs_sample
+        or fmap.needs_box
+        or (
+            settings.quantizer_config is None
+            and (settings.quantizer or fmap.default_quantizer) == "empirical"
+        )
+    )
+    return int(bool(first)) + int(fmap.needs_pass)
 
 
 def default_output(path: str) -> str:
@@ -202,7 +270,7 @@ def encode(
             settings.seed,
             **settings.map_options,
         )
-    needs_pass = like is None and (settings.standardize or probe.needs_sample or probe.needs_box)
+    needs_pass = like is None and needed_passes(settings, probe) > 0
     source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
     try:
         if like is not None:
@@ -289,3 +357,64 @@ def decode(
         writer.abort()
         raise
     return store.n_rows
+
+
+def load_encoder(path: str) -> Encoder:
+    """The encoder of a store (directory) or of a model file (.npz)."""
+    if os.path.isdir(path):
+        return FeatureStore(path).encoder
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such store or model file")
+    from rfcli.io.models_io import load_model
+
+    return load_model(path)[1]
+
+
+def fit_quantizer_on_input(
+    map_path: str,
+    input_path: str,
+    bits: int,
+    *,
+    n_values: int = EMPIRICAL_SAMPLE,
+    seed: int = 0,
+    domain: str = "linear",
+    read: ReadSettings | None = None,
+    progress: Progress | None = None,
+) -> Quantizer:
+    """``rfcli fit-quantizer --kind empirical``: the empirical quantizer of the map of
+    ``map_path`` (store or model), on a hash sample of ``input_path``'s rows large enough
+    for ``n_values`` feature values."""
+    check_bits(bits)
+    if n_values < 2**bits:
+        raise UsageError(f"--sample must be at least {2**bits} values for {bits} bits")
+    read = read or ReadSettings()
+    progress = progress or NullProgress()
+    encoder = load_encoder(map_path)
+    source = open_source(input_path, read.fmt)
+    try:
+        missing = [c for c in encoder.columns if c not in source.names]
+        if missing:
+            raise InputError(
+                f"{input_path}: column(s) {', '.join(missing[:8])} of the map are missing"
+            )
+        sel = select_columns(source, encoder.columns, None, [])
+        n_rows = max(1, min(-(-n_values // encoder.n_features) * 2, 1_000_000))
+        sample = _BottomK(n_rows, seed)
+        with progress.task("sampling rows", source.num_rows) as t:
+            for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
+                sample.update(ch.row0, ch.X)
+                t.advance(len(ch))
+    finally:
+        source.close()
+    if sample.rows is None or len(sample.rows) == 0:
+        raise InputError(f"{input_path}: no rows")
+    fp = map_fingerprint(encoder.columns, encoder.preprocess, encoder.fmap)
+    return fit_empirical(
+        encoder.fmap,
+        encoder.preprocess.transform(sample.rows),
+        bits,
+        seed,
+        n_values=n_values,
+        domain=domain,
+        info={"map_fingerprint": fp, "map_kind": encoder.fmap.kind},
+    )

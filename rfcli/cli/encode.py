@@ -6,10 +6,13 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import (
+    MAP_FAMILY_OPTIONS,
     AutoFloat,
     CommaList,
+    check_family_options,
     flatten,
     glf_quadrature_options,
+    map_family_options,
     overwrite_option,
 )
 from rfcli.io.jsonfile import read_json
@@ -47,8 +50,10 @@ from rfcli.quantize import DESIGNABLE
 )
 @click.option(
     "--quantizer",
-    type=click.Choice([*DESIGNABLE, "binary", "none"]),
-    help="Quantizer (default: lm for Fourier kernels, binary for arccos0, none for arccos1).",
+    type=click.Choice([*DESIGNABLE, "binary", "ternary", "trits", "empirical", "none"]),
+    help="Quantizer (default: lm for Fourier kernels and arccos1, binary for arccos0, "
+    "ternary for ternary, empirical for positive and ntk, none for activation). "
+    "empirical = Lloyd-Max fitted on the map's own values (a row sample).",
 )
 @click.option(
     "--quantizer-file",
@@ -119,6 +124,7 @@ from rfcli.quantize import DESIGNABLE
     help="--kernel glf: kernel error tolerance.",
 )
 @glf_quadrature_options
+@map_family_options
 @overwrite_option
 @click.pass_obj
 def encode_cmd(
@@ -148,6 +154,7 @@ def encode_cmd(
     nodes,
     cutoff,
     overwrite,
+    **family,
 ):
     """Encode INPUT (Parquet, CSV, Zarr; '-' = CSV on stdin) into a bit-packed feature store.
 
@@ -159,10 +166,14 @@ def encode_cmd(
       rfcli encode train.parquet --label label --normalize-rows -m 2048 -b 2
       rfcli encode test.parquet --like train.rff.zarr -o test.rff.zarr
       cat data.csv | rfcli encode - -o data.rff.zarr --kernel laplacian --gamma 0.5
+      rfcli encode train.parquet --normalize-rows --kernel ternary --target relu \\
+          --quantizer trits -o train.trf.zarr
+      rfcli encode train.parquet --standardize --kernel ntk --depth 2 -m 2048 -b 2
     """
-    map_options = {}
+    check_family_options(click.get_current_context(), kernel)
+    map_options = {k: family[k] for k in MAP_FAMILY_OPTIONS}
     if kernel == "glf":
-        map_options = dict(
+        map_options.update(
             glf_kernel=gp_kernel,
             lengthscale_bounds=lengthscale_bounds,
             tol=tol,
@@ -205,9 +216,18 @@ def encode_cmd(
             "(use --columns to choose)"
         )
     enc = res.encoder
-    gamma_ = getattr(enc.fmap, "gamma_", None)
-    if gamma == "auto" and gamma_ is not None and like is None:
-        ui.info(f"gamma = {gamma_:.6g} (median heuristic)")
+    if like is None:
+        fitted = enc.fmap.fitted_params()
+        if gamma == "auto" and fitted.get("gamma") is not None:
+            ui.info(f"gamma = {fitted['gamma']:.6g} (median heuristic)")
+        if "kappa" in fitted:
+            ui.info(f"kappa = {fitted['kappa']:.6g} (positive features, training maximum)")
+        if "s_minus" in fitted:
+            ui.info(
+                f"ternary thresholds s- = {fitted['s_minus']:.6g}, s+ = {fitted['s_plus']:.6g} "
+                f"({fitted['pattern']} pattern, tau = {fitted['tau']:.6g}, "
+                f"moment residual {fitted['residual']:.2g})"
+            )
     ui.info(
         f"wrote {res.path}: {res.n_rows:,} rows x {enc.n_features} features, "
         f"{enc.quantizer.kind} {enc.quantizer.bits_per_feature} bit(s), "

@@ -6,47 +6,106 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import overwrite_option
+from rfcli.errors import UsageError
 from rfcli.io.jsonfile import write_json
 from rfcli.quantize import DESIGNABLE, make_quantizer
 from rfcli.quantize.lloyd_max import arcsine_distortion
 
 
 @cli.command("fit-quantizer")
-@click.option("--kind", type=click.Choice(DESIGNABLE), default="lm", show_default=True)
+@click.argument("input_path", metavar="[INPUT]", required=False)
+@click.option(
+    "--kind",
+    type=click.Choice([*DESIGNABLE, "empirical"]),
+    default="lm",
+    show_default=True,
+    help="empirical: Lloyd-Max fitted on a sample of the --map's feature values of INPUT.",
+)
 @click.option(
     "-b", "--bits", type=int, default=2, show_default=True, help="Bits per feature (1-8)."
 )
 @click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed (stoc only)."
+    "--map",
+    "map_path",
+    help="empirical: store or model file whose map (and preprocessing) to fit for.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=200_000,
+    show_default=True,
+    help="empirical: feature values to fit on.",
+)
+@click.option(
+    "--domain",
+    type=click.Choice(["linear", "log"]),
+    default="linear",
+    show_default=True,
+    help="empirical: fit on the values or on their logarithm (positive features).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed (stoc, and the empirical sample).",
 )
 @click.option(
     "-o", "--output", default="-", show_default=True, help="JSON file to write ('-' = stdout)."
 )
 @overwrite_option
 @click.pass_obj
-def fit_quantizer_cmd(ui, kind, bits, seed, output, overwrite):
-    """Design a b-bit quantizer for random Fourier features and write it as JSON.
+def fit_quantizer_cmd(
+    ui, input_path, kind, bits, map_path, sample, domain, seed, output, overwrite
+):
+    """Design a b-bit quantizer and write it as JSON.
 
-    The file holds kind, bits, the 2^b - 1 interior borders and the 2^b levels, plus
-    the distortion D1 = E[(z - Q(z))^2] under the arcsine law of RFF values.
+    Designed kinds (lm, lm2, stoc, uniform, sign) need no data: the file holds kind, bits,
+    the 2^b - 1 interior borders and the 2^b levels, plus the distortion
+    D1 = E[(z - Q(z))^2] under the arcsine law of RFF values.  The empirical kind is
+    fitted on INPUT mapped through the map of --map (exact 1-D Lloyd-Max on the sorted
+    sample); the file records the sample size, seed and the map's fingerprint, and
+    encode refuses it for another map.
 
     \b
     Examples:
       rfcli fit-quantizer --kind lm -b 2 -o lm2bit.json
       rfcli encode train.parquet --quantizer-file lm2bit.json
+      rfcli encode train.parquet --kernel positive --quantizer none -o float.zarr
+      rfcli fit-quantizer --kind empirical -b 2 --map float.zarr train.parquet -o q.json
+      rfcli encode train.parquet --kernel positive --quantizer-file q.json
     """
-    q = make_quantizer(kind, bits, seed=seed)
-    cfg = q.to_config()
-    cfg["distortion_d1"] = arcsine_distortion(q.borders, q.levels)
+    if kind == "empirical":
+        if not map_path or not input_path:
+            raise UsageError("--kind empirical needs --map STORE_OR_MODEL and INPUT")
+        from rfcli.pipeline import fit_quantizer_on_input
+
+        q = fit_quantizer_on_input(
+            map_path,
+            input_path,
+            bits,
+            n_values=sample,
+            seed=seed,
+            domain=domain,
+            progress=ui.progress(),
+        )
+        cfg = q.to_config()
+        title = (
+            f"empirical ({domain}), {bits} bit(s), {cfg['sample_values']:,} values, "
+            f"MSE {cfg['distortion']:.4g}"
+        )
+    else:
+        if input_path or map_path:
+            raise UsageError(f"--kind {kind} is designed, not fitted: drop INPUT and --map")
+        q = make_quantizer(kind, bits, seed=seed)
+        cfg = q.to_config()
+        cfg["distortion_d1"] = arcsine_distortion(q.borders, q.levels)
+        title = f"{kind}, {bits} bit(s), D1 = {cfg['distortion_d1']:.6g}"
     write_json(output, cfg, overwrite=overwrite)
     if output != "-":
         rows = [
-            (i, f"{lv:+.6f}", f"{q.borders[i]:+.6f}" if i < len(q.borders) else "")
+            (i, f"{lv:+.6g}", f"{q.borders[i]:+.6g}" if i < len(q.borders) else "")
             for i, lv in enumerate(q.levels)
         ]
-        ui.table(
-            f"{kind}, {bits} bit(s), D1 = {cfg['distortion_d1']:.6g}",
-            rows,
-            headers=("code", "level", "upper border"),
-        )
+        ui.table(title, rows, headers=("code", "level", "upper border"))
         ui.info(f"wrote {output}")

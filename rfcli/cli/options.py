@@ -93,3 +93,63 @@ def glf_quadrature_options(f):
         show_default=True,
         help="GP lengthscale range LO,HI (standardized inputs); decides GLF's nodes.",
     )(f)
+
+
+#: CLI names of the map-family options, as make_map() takes them (see MAP_OPTIONS)
+MAP_FAMILY_OPTIONS = ("target", "sparsity", "hyperbolic", "depth", "m0", "m1", "m_cs", "modified")
+
+
+def map_family_options(f):
+    """Options of the ternary/activation, positive, NTK and arc-cosine maps (encode)."""
+    from rfcli.maps import TARGETS
+
+    opts = [
+        click.option(
+            "--target",
+            type=click.Choice(list(TARGETS)),
+            default="relu",
+            show_default=True,
+            help="ternary/activation: the activation whose random-feature kernel is matched.",
+        ),
+        click.option(
+            "--sparsity",
+            type=float,
+            default=0.0,
+            show_default=True,
+            help="ternary: fraction eps of zero weights, in [0, 1).",
+        ),
+        click.option(
+            "--hyperbolic", is_flag=True, help="positive: use each draw as +omega and -omega."
+        ),
+        click.option(
+            "--depth", type=int, default=1, show_default=True, help="ntk: hidden layers L."
+        ),
+        click.option("--m0", type=int, help="ntk: order-0 features per layer (default m/2)."),
+        click.option("--m1", type=int, help="ntk: order-1 features per layer (default m/2)."),
+        click.option("--m-cs", "m_cs", type=int, help="ntk: TensorSketch size (default m - m1)."),
+        click.option(
+            "--modified",
+            is_flag=True,
+            help="ntk, arccos1: importance-sampled order-1 features (lower variance).",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def check_family_options(ctx: click.Context, kernel: str) -> None:
+    """A map option given on the command line for a kernel that does not take it is an
+    error, not silently ignored."""
+    from click.core import ParameterSource
+
+    from rfcli.errors import UsageError
+    from rfcli.maps import MAP_OPTIONS
+
+    for name in MAP_FAMILY_OPTIONS:
+        src = ctx.get_parameter_source(name)
+        if src in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            if name not in MAP_OPTIONS.get(kernel, ()):
+                takers = [k for k, names in MAP_OPTIONS.items() if name in names]
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(f"{flag} applies to --kernel {'/'.join(takers)}, not {kernel}")

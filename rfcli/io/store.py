@@ -305,8 +305,10 @@ class FeatureStore:
         return int(self.layout["n_features"])
 
     @property
-    def bits(self) -> int:
-        return int(self.layout["bits"])
+    def bits(self) -> float:
+        """Bits per feature (an integer, or 1.6 for trit-packed ternary codes)."""
+        b = float(self.layout["bits"])
+        return int(b) if b.is_integer() else b
 
     @property
     def label_info(self) -> dict | None:

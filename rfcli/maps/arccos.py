@@ -7,7 +7,14 @@ between x and y.
 
 Order 0 is natively 1 bit (quantizer ``binary``: codes are the Heaviside values).
 Order 1 keeps ``z = max(0, w'x)/||x||`` (universal law: 0 with probability 1/2, else
-half-normal) with the input row norm as the row scale.
+half-normal) with the input row norm as the row scale; the ``lm`` quantizer has a
+closed-form Lloyd-Max design for that law (:class:`rfcli.quantize.laws.ReluNormalLaw`).
+
+``modified`` (order 1, seed 004): importance-sampled weights ``v ~ q(v) propto p(v)||v||^2``
+with features ``sqrt(d)/||v|| max(0, v'x)``, unbiased with lower variance.  q is exactly
+"uniform direction u times a chi_{d+2} radius r" (no Gibbs sampling needed), and the radius
+cancels: ``sqrt(d)/r max(0, r u'x) = sqrt(d) max(0, u'x)``, so only the directions are
+drawn.  Its values have no universal law (quantize with ``empirical`` or ``none``).
 
 References
 ----------
@@ -38,37 +45,52 @@ def arccos_kernel(X: np.ndarray, Y: np.ndarray, order: int) -> np.ndarray:
     return denom * (np.sin(theta) + (np.pi - theta) * np.cos(theta)) / np.pi
 
 
+def relu_weights(seed: int, stream: int, d: int, m: int, modified: bool) -> np.ndarray:
+    """Weights (d, m) float32 of order-1 arc-cosine features: N(0, I) columns, or with
+    ``modified`` the importance-sampled ``sqrt(d) u``, u uniform on the unit sphere."""
+    W = generator(seed, stream).standard_normal((d, m))
+    if modified:
+        norms = np.linalg.norm(W, axis=0)
+        W *= np.sqrt(d) / np.where(norms > 0, norms, 1.0)
+    return W.astype(np.float32)
+
+
 @MAPS.register("arccos0", "arccos1")
 class ArcCosineMap(FeatureMap):
     """Arc-cosine features (see module docstring)."""
 
     array_names = ("W_",)
 
-    def __init__(self, kind: str = "arccos0", n_features: int = 1024, seed: int = 0):
+    def __init__(
+        self, kind: str = "arccos0", n_features: int = 1024, seed: int = 0, modified=False
+    ):
         if kind not in ("arccos0", "arccos1"):
             raise UsageError(f"unknown arc-cosine kernel {kind!r}")
         super().__init__(check_n_features(n_features), seed)
         self.kind = kind
         self.order = int(kind[-1])
+        self.modified = bool(modified)
+        if self.modified and self.order == 0:
+            raise UsageError("--modified applies to arc-cosine order 1 (arccos1) only")
 
     @property
     def value_law(self) -> str:  # type: ignore[override]
-        return "binary" if self.order == 0 else "relu-normalized"
+        if self.order == 0:
+            return "binary"
+        return "relu-sphere" if self.modified else "relu-normalized"
 
     @property
     def default_quantizer(self) -> str:  # type: ignore[override]
-        return "binary" if self.order == 0 else "none"
+        if self.order == 0:
+            return "binary"
+        return "empirical" if self.modified else "lm"
 
     @property
     def uses_row_scale(self) -> bool:  # type: ignore[override]
         return self.order == 1
 
     def fit(self, n_inputs: int, sample: np.ndarray | None = None) -> ArcCosineMap:
-        self.W_ = (
-            generator(self.seed, 0)
-            .standard_normal((int(n_inputs), self.n_features))
-            .astype(np.float32)
-        )
+        self.W_ = relu_weights(self.seed, 0, int(n_inputs), self.n_features, self.modified)
         self.n_inputs_ = int(n_inputs)
         return self
 
@@ -86,6 +108,13 @@ class ArcCosineMap(FeatureMap):
 
     def kernel(self, X, Y):
         return arccos_kernel(X, Y, self.order)
+
+    def params(self):
+        # only when set, so the configs (and fingerprints) of plain maps stay as they were
+        return {"modified": True} if self.modified else {}
+
+    def describe(self) -> str:
+        return self.kind + (" (modified)" if self.modified else "")
 
     def _check_arrays(self) -> None:
         if self.W_.shape != (self.n_inputs_, self.n_features):

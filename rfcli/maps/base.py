@@ -52,6 +52,33 @@ class FeatureMap:
     def fit(self, n_inputs: int, sample: np.ndarray | None = None) -> FeatureMap:
         raise NotImplementedError
 
+    #: reductions over all (preprocessed) training rows that a sample cannot give, e.g.
+    #: TRF's mean squared norm or the positive features' kappa: name -> "sum" | "max".
+    #: When non-empty, the encoder runs one pass after fit(): pass_values() per chunk,
+    #: reduced by :class:`RowReducer`, then finish_pass() with the totals.
+    pass_reductions: ClassVar[dict[str, str]] = {}
+
+    @property
+    def needs_pass(self) -> bool:
+        return bool(self.pass_reductions)
+
+    def pass_values(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """Per-row float64 values to reduce, for each name of ``pass_reductions``."""
+        return {}
+
+    def finish_pass(self, totals: dict[str, float], n_rows: int) -> None:
+        """Complete the fit from the reduced values (called after the pass)."""
+
+    def fit_data(self, X: np.ndarray) -> FeatureMap:
+        """Fit on in-memory preprocessed rows: fit() with X as the sample, then the pass."""
+        X = np.asarray(X, dtype=np.float64)
+        self.fit(X.shape[1], X if self.needs_sample else None)
+        if self.needs_pass:
+            r = RowReducer(self.pass_reductions)
+            r.update(0, self.pass_values(X))
+            self.finish_pass(r.totals(), r.n)
+        return self
+
     @property
     def fitted(self) -> bool:
         return self.n_inputs_ is not None
@@ -114,7 +141,7 @@ class FeatureMap:
             raise ConfigError(f"map {kind}: bad parameters ({e})") from None
         obj.n_inputs_ = require(config, "n_inputs", int, "map")
         obj._set_fitted(config.get("fitted", {}))
-        for name in klass.array_names:
+        for name in obj.array_names:
             key = name.rstrip("_")
             if key not in arrays:
                 raise ConfigError(f"map {kind}: array {key!r} is missing")
@@ -140,6 +167,53 @@ class FeatureMap:
 
     def describe(self) -> str:
         return self.kind
+
+
+class RowReducer:
+    """Sums and maxima of per-row values over the training rows, bit-identical for any
+    chunking: sums are taken over fixed blocks of ``block`` consecutive global rows (each
+    block summed at once when complete) and the block sums added in order; maxima are
+    exact anyway.  Chunks must arrive in row order."""
+
+    def __init__(self, reductions: dict[str, str], block: int = 4096):
+        self.reductions = dict(reductions)
+        self.block = block
+        self.n = 0
+        self._sums = {k: 0.0 for k, r in self.reductions.items() if r == "sum"}
+        self._maxes = {k: -np.inf for k, r in self.reductions.items() if r == "max"}
+        self._pending: dict[str, list[np.ndarray]] = {k: [] for k in self._sums}
+
+    def update(self, row0: int, values: dict[str, np.ndarray]) -> None:
+        if row0 != self.n:
+            raise ValueError(f"rows must come in order: expected row {self.n}, got {row0}")
+        n = None
+        for k, v in values.items():
+            v = np.asarray(v, dtype=np.float64).ravel()
+            n = v.size if n is None else n
+            if k in self._maxes and v.size:
+                self._maxes[k] = max(self._maxes[k], float(v.max()))
+            elif k in self._sums:
+                self._add_sum(k, v)
+        self.n += n or 0
+
+    def _add_sum(self, key: str, v: np.ndarray) -> None:
+        pos = self.n
+        pending = self._pending[key]
+        while v.size:
+            room = self.block - pos % self.block
+            pending.append(v[:room])
+            pos += min(room, v.size)
+            v = v[room:]
+            if pos % self.block == 0:
+                self._sums[key] += float(np.sum(np.concatenate(pending)))
+                pending.clear()
+
+    def totals(self) -> dict[str, float]:
+        out = dict(self._maxes)
+        for k, s in self._sums.items():
+            rest = self._pending[k]
+            out[k] = s + (float(np.sum(np.concatenate(rest))) if rest else 0.0)
+        return out
 
 
 def check_n_features(m: int) -> int:

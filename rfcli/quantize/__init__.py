@@ -1,6 +1,6 @@
 """Quantizers (SPEC section 2) and bit packing."""
 
-from rfcli.quantize import floats, grid, lloyd_max  # noqa: F401  (register kinds)
+from rfcli.quantize import empirical, floats, grid, lloyd_max, trits  # noqa: F401  (register kinds)
 from rfcli.quantize.base import QUANTIZERS, Quantizer
 from rfcli.quantize.packing import pack_codes, packed_row_bytes, unpack_codes
 
@@ -8,11 +8,14 @@ from rfcli.quantize.packing import pack_codes, packed_row_bytes, unpack_codes
 DESIGNABLE = ("lm", "lm2", "stoc", "uniform", "sign")
 
 
-def make_quantizer(kind: str, bits: int, seed: int = 0) -> Quantizer:
-    """Design the quantizer ``kind`` for ``bits`` bits (``seed`` only used by ``stoc``)."""
+def make_quantizer(kind: str, bits: int, seed: int = 0, law: str = "arcsine") -> Quantizer:
+    """Design the quantizer ``kind`` for ``bits`` bits (``seed`` only used by ``stoc``;
+    ``law``, the map's value law, only by ``lm``, which has designs for several laws)."""
     klass = QUANTIZERS.get(kind)
     if kind == "stoc":
         return klass.design(bits, seed=seed)
+    if kind == "lm":  # laws without a design get the arcsine one (the encoder then says why)
+        return klass.design(bits, law=law if law in lloyd_max.LM_LAWS else "arcsine")
     return klass.design(bits)
 
 

@@ -17,7 +17,7 @@ class FloatQuantizer(Quantizer):
     """No quantization: float16 (b=16) or float32 (b=32) features."""
 
     kind = "none"
-    laws = ("arcsine", "binary", "relu-normalized", "any")
+    laws = ("*", "binary", "ternary")
 
     def __init__(self, bits: int = 32):
         if bits not in _DTYPES:

@@ -66,6 +66,53 @@ class SquaredArcsineLaw:
         return np.sin(np.pi * np.asarray(p) / 2) ** 2
 
 
+@dataclass(frozen=True)
+class ReluNormalLaw:
+    """Law of ``z = max(0, g)``, g ~ N(0, 1): an atom of mass 1/2 at 0 plus the normal
+    density on (0, inf).  The marginal of row-norm-scaled arc-cosine order-1 features
+    ``max(0, w'x)/||x||`` with w ~ N(0, I), for every x (SPEC 1.2).  ``hi`` stands in for
+    infinity (the mass beyond 40 is below 1e-300)."""
+
+    lo: float = -1.0
+    hi: float = 40.0
+    name: str = "relu-normalized"
+
+    @staticmethod
+    def _cdf(z):
+        from scipy.special import ndtr
+
+        z = np.asarray(z, dtype=float)
+        return np.where(z < 0, 0.0, ndtr(np.maximum(z, 0.0)))
+
+    @staticmethod
+    def _pdf(z):
+        z = np.maximum(np.asarray(z, dtype=float), 0.0)
+        return np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
+
+    def mass(self, a, b):
+        return self._cdf(b) - self._cdf(a)
+
+    def moment1(self, a, b):
+        # int_a^b z phi(z) dz = phi(a) - phi(b) on z >= 0 (the atom adds nothing)
+        return self._pdf(a) - self._pdf(b)
+
+    def moment2(self, a, b):
+        # int_a^b z^2 phi(z) dz = [Phi(z) - z phi(z)] on z >= 0 (the atom adds nothing)
+        def h(z):
+            from scipy.special import ndtr
+
+            zp = np.maximum(np.asarray(z, dtype=float), 0.0)
+            return ndtr(zp) - zp * self._pdf(zp)
+
+        return h(b) - h(a)
+
+    def ppf(self, p):
+        # initialization only: spread the borders over the continuous part
+        from scipy.special import ndtri
+
+        return ndtri(0.5 + np.clip(np.asarray(p, dtype=float), 1e-12, 1 - 1e-12) / 2)
+
+
 def lloyd_max(law, n_cells: int, tol: float = 1e-10, max_iter: int = 200_000):
     """Lloyd-Max quantizer for ``law`` with ``n_cells`` cells.
 

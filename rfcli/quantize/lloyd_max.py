@@ -20,16 +20,21 @@ from functools import lru_cache
 
 import numpy as np
 
+from rfcli.errors import ConfigError, UsageError
 from rfcli.quantize.base import QUANTIZERS, Quantizer, check_bits
-from rfcli.quantize.laws import ArcsineLaw, SquaredArcsineLaw, lloyd_max
+from rfcli.quantize.laws import ArcsineLaw, ReluNormalLaw, SquaredArcsineLaw, lloyd_max
+
+#: laws with a closed-form Lloyd-Max design (FeatureMap.value_law values)
+LM_LAWS = {"arcsine": ArcsineLaw(), "relu-normalized": ReluNormalLaw()}
 
 
-@lru_cache(maxsize=16)
-def _lm_design(bits: int):
-    borders, levels, _ = lloyd_max(ArcsineLaw(), 2**bits)
-    # exact symmetry: average the two halves (removes round-off asymmetry)
-    borders = (borders - borders[::-1]) / 2
-    levels = (levels - levels[::-1]) / 2
+@lru_cache(maxsize=32)
+def _lm_design(bits: int, law: str = "arcsine"):
+    borders, levels, _ = lloyd_max(LM_LAWS[law], 2**bits)
+    if law == "arcsine":
+        # exact symmetry: average the two halves (removes round-off asymmetry)
+        borders = (borders - borders[::-1]) / 2
+        levels = (levels - levels[::-1]) / 2
     return borders, levels
 
 
@@ -57,9 +62,32 @@ class LloydMaxQuantizer(Quantizer):
 
     kind = "lm"
 
+    def __init__(self, bits, borders, levels, law: str = "arcsine"):
+        if law not in LM_LAWS:
+            raise ConfigError(f"quantizer lm: unknown law {law!r} (known: {', '.join(LM_LAWS)})")
+        self.law = law
+        self.laws = (law,)
+        super().__init__(bits, borders, levels)
+
     @classmethod
-    def design(cls, bits: int) -> LloydMaxQuantizer:
-        return cls(check_bits(bits), *_lm_design(bits))
+    def design(cls, bits: int, law: str = "arcsine") -> LloydMaxQuantizer:
+        if law not in LM_LAWS:
+            raise UsageError(
+                f"no Lloyd-Max design for {law} feature values: use --quantizer empirical"
+            )
+        return cls(check_bits(bits), *_lm_design(bits, law), law=law)
+
+    def to_config(self):
+        cfg = super().to_config()
+        if self.law != "arcsine":  # arcsine configs stay as they were (store fingerprints)
+            cfg["law"] = self.law
+        return cfg
+
+    @classmethod
+    def _from_config(cls, config):
+        q = super()._from_config(config)
+        law = config.get("law", "arcsine")
+        return cls(q.bits, q.borders, q.levels, law=law) if law != "arcsine" else q
 
 
 @QUANTIZERS.register("lm2")

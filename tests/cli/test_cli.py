@@ -71,6 +71,26 @@ def test_encode_inspect_decode(tmp_path, letter_small):
     assert len(lines) == 601 and lines[0].startswith('"label","f0"')
 
 
+def test_fit_quantizer_empirical_cli(tmp_path, letter_small):
+    f = tmp_path / "f.zarr"
+    common = ["--label", "label", "-m", "32", "--kernel", "ntk", "--standardize"]
+    r = invoke("encode", letter_small, "-o", f, "--quantizer", "none", *common)
+    assert r.exit_code == 0, r.output
+    q = tmp_path / "q.json"
+    r = invoke("fit-quantizer", "--kind", "empirical", "-b", "3", "--map", f, letter_small,
+               "--sample", "4000", "-o", q)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    cfg = json.loads(q.read_text())
+    assert cfg["kind"] == "empirical" and cfg["sample_values"] == 4000 and len(cfg["levels"]) == 8
+    r = invoke("encode", letter_small, "-o", tmp_path / "e.zarr", "--quantizer-file", q, *common)
+    assert r.exit_code == 0, r.output
+    r = invoke("encode", letter_small, "-o", tmp_path / "x.zarr", "--quantizer-file", q,
+               *common, "--seed", "1")  # fmt: skip
+    assert r.exit_code == 2 and "another map" in r.stderr
+    r = invoke("fit-quantizer", "--kind", "empirical", "-b", "2")
+    assert r.exit_code == 2 and "--map" in r.stderr
+
+
 def test_encode_with_quantizer_file(tmp_path, letter_small):
     q = tmp_path / "q.json"
     invoke("fit-quantizer", "--kind", "uniform", "-b", "3", "-o", q)
@@ -100,6 +120,11 @@ def test_encode_with_quantizer_file(tmp_path, letter_small):
         (["--gamma", "-1"], "gamma must be"),
         (["--columns", "nope"], "'nope'"),
         (["--label", "nope"], "label column 'nope' not found"),
+        (["--depth", "2"], "--depth applies to --kernel ntk"),
+        (["--kernel", "ntk", "--depth", "0"], "--depth must be"),
+        (["--kernel", "ternary", "--target", "relu", "--standardize"], "no thresholds"),
+        (["--kernel", "ternary", "--quantizer", "lm"], "does not fit"),
+        (["--kernel", "positive", "--gamma", "50"], "kappa"),
     ],
 )
 def test_bad_options_give_one_line_errors(tmp_path, letter_small, args, needle):

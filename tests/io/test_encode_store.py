@@ -214,7 +214,8 @@ def test_arccos_maps_quantizer_rules(tmp_path, letter_small):
     r0 = run(letter_small, tmp_path / "a0.zarr", kernel="arccos0", n_features=64)
     assert r0.encoder.quantizer.kind == "binary" and r0.encoder.row_bytes == 8
     r1 = run(letter_small, tmp_path / "a1.zarr", kernel="arccos1", n_features=64, label="label")
-    assert r1.encoder.quantizer.kind == "none"
+    q1 = r1.encoder.quantizer  # the universal Lloyd-Max design for the relu-normal law
+    assert (q1.kind, q1.law, q1.bits) == ("lm", "relu-normalized", 2)
     st = FeatureStore(os.fspath(tmp_path / "a1.zarr"))
     np.testing.assert_allclose(
         st.group["row_scale"][:], np.linalg.norm(letter_matrix(600), axis=1), rtol=1e-5
