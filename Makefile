@@ -41,6 +41,7 @@ bench: install
 bench-all: bench
 	$(PY) bench/sweep_report.py
 	$(PY) bench/gp_report.py
+	$(PY) bench/families_report.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

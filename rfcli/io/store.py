@@ -110,7 +110,7 @@ class StoreWriter:
                 "n_features": encoder.n_features,
                 "bits": encoder.quantizer.bits_per_feature,
                 "row_bytes": rb,
-                "codes": "float-le" if encoder.quantizer.kind == "none" else "packed-lsb0",
+                "codes": encoder.quantizer.code_layout,
                 "chunk_rows": self.chunk_rows,
             },
             "label": None,

@@ -32,6 +32,8 @@ class Quantizer:
     #: value laws of maps this quantizer is designed for (see FeatureMap.value_law)
     laws: ClassVar[tuple[str, ...]] = ("arcsine",)
     stochastic: ClassVar[bool] = False
+    #: how codes are laid out in a store row (store attribute layout.codes)
+    code_layout: ClassVar[str] = "packed-lsb0"
 
     def __init__(self, bits: int, borders: np.ndarray, levels: np.ndarray):
         self.bits = int(bits)

@@ -17,6 +17,7 @@ class FloatQuantizer(Quantizer):
     """No quantization: float16 (b=16) or float32 (b=32) features."""
 
     kind = "none"
+    code_layout = "float-le"
     laws = ("*", "binary", "ternary")
 
     def __init__(self, bits: int = 32):

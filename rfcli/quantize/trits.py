@@ -45,6 +45,7 @@ class TritQuantizer(Quantizer):
     """Lossless base-3 packing of {-1, 0, +1} features, 5 per byte (1.6 bits each)."""
 
     kind = "trits"
+    code_layout = "trits-base3"
     laws = ("ternary",)
 
     def __init__(self, bits=2, borders=_TERNARY_BORDERS, levels=_TERNARY_LEVELS):
