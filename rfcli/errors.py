@@ -36,3 +36,9 @@ class ConfigError(RfcliError):
 
 class OutputError(RfcliError):
     """An output path that exists (without --overwrite) or cannot be written."""
+
+
+class Interrupted(RfcliError):
+    """The user interrupted a run (Ctrl-C, SIGTERM); the message says what was kept."""
+
+    exit_code = 130

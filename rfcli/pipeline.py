@@ -17,9 +17,16 @@ from typing import Any
 import numpy as np
 
 from rfcli.encoder import Encoder, check_quantizer_fits_map, map_fingerprint
-from rfcli.errors import InputError, UsageError
-from rfcli.io.readers import Selection, Source, iter_chunks, open_source, select_columns
-from rfcli.io.store import FeatureStore, StoreWriter
+from rfcli.errors import InputError, Interrupted, UsageError
+from rfcli.io.readers import (
+    Chunk,
+    Selection,
+    Source,
+    iter_chunks,
+    open_source,
+    select_columns,
+)
+from rfcli.io.store import FeatureStore, StoreWriter, partial_path
 from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_map
 from rfcli.progress import NullProgress, Progress
 from rfcli.quantize import Quantizer, make_quantizer
@@ -42,6 +49,7 @@ class EncodeSettings:
     standardize: bool = False
     sample_rows: int = 1000  # rows for the median heuristic
     map_options: dict[str, Any] = field(default_factory=dict)  # e.g. GLF bounds, tol, nodes
+    store_chunk_rows: int | None = None  # rows per store chunk (default: ~4 MiB of codes)
 
 
 @dataclass
@@ -242,12 +250,18 @@ def encode(
     like: str | None = None,
     threads: int | None = None,
     overwrite: bool = False,
+    resume: bool = False,
     progress: Progress | None = None,
 ) -> EncodeResult:
     """Encode ``input_path`` (Parquet/CSV/Zarr, ``-`` for stdin CSV) into a store.
 
     With ``like``, the map, preprocessing and quantizer of that store are reused (how a
     test set is encoded); otherwise they are built from ``settings`` and fitted on the input.
+
+    An interruption (KeyboardInterrupt) keeps the partial store ``OUTPUT.partial`` up to its
+    last checkpoint and raises :class:`Interrupted`; ``resume=True`` continues it (after a
+    crash or kill too) when the input and settings are the same, giving a store
+    byte-identical to an uninterrupted run.
     """
     settings = settings or EncodeSettings()
     read = read or ReadSettings()
@@ -271,8 +285,19 @@ def encode(
             **settings.map_options,
         )
     needs_pass = like is None and needed_passes(settings, probe) > 0
+    writer = None
+    if resume and input_path == "-":
+        raise UsageError("--resume needs a file input (stdin cannot be read again)")
+    readable = input_path != "-" and os.path.exists(input_path)
+    key = resume_key(input_path, settings, read, like) if readable else None
+    if resume and os.path.isdir(partial_path(output)):
+        writer = StoreWriter.resume(output, key, overwrite=overwrite)
     source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
     try:
+        if writer is not None:
+            encoder = writer.encoder
+            if like is None:
+                sel = select_columns(source, read.columns, read.label, read.ids)
         if like is not None:
             ref = FeatureStore(like)
             encoder = ref.encoder
@@ -286,23 +311,31 @@ def encode(
             label = read.label or (ref_label if ref_label in source.names else None)
             ids = read.ids or [i for i in ref.meta.get("ids", []) if i in source.names]
             sel = select_columns(source, encoder.columns, label, ids)
-        else:
+        elif writer is None:
             sel = select_columns(source, read.columns, read.label, read.ids)
             encoder = fit_encoder(source, sel, settings, read, progress)
         t_fit = time.perf_counter() - t0
-        writer = StoreWriter(
-            output,
-            encoder,
-            label=sel.label,
-            ids=sel.ids,
-            source={"path": os.path.basename(input_path), "columns": sel.features},
-            overwrite=overwrite,
-        )
+        if writer is None:
+            writer = StoreWriter(
+                output,
+                encoder,
+                label=sel.label,
+                ids=sel.ids,
+                source={"path": os.path.basename(input_path), "columns": sel.features},
+                overwrite=overwrite,
+                resume_key=key,
+                chunk_rows=settings.store_chunk_rows,
+            )
         try:
             _encode_loop(source, sel, read, encoder, writer, threads, progress)
             if writer.rows_written == 0:
                 raise InputError(f"{input_path}: no rows to encode (empty input)")
             path = writer.close()
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"interrupted; {writer.n_rows:,} encoded rows are kept in {writer.tmp} "
+                "(run the same command with --resume to continue)"
+            ) from None
         except BaseException:
             writer.abort()
             raise
@@ -311,9 +344,33 @@ def encode(
     return EncodeResult(path, writer.n_rows, time.perf_counter() - t0, encoder, sel.skipped, t_fit)
 
 
+def resume_key(input_path: str, settings: EncodeSettings, read: ReadSettings, like) -> str:
+    """What an encode must share with an interrupted one to continue its partial store:
+    the input file (name, size, modification time) and every setting that changes the
+    output (not chunk size or threads, which never do)."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    st = os.stat(input_path)
+    ident = {
+        "input": os.path.abspath(input_path),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "settings": asdict(settings),
+        "read": {k: v for k, v in asdict(read).items() if k != "chunk_rows"},
+        "like": FeatureStore(like).meta["fingerprint"] if like else None,
+    }
+    blob = json.dumps(ident, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:32]
+
+
 def _encode_loop(source, sel, read, encoder, writer, threads, progress) -> None:
+    start = writer.rows_written  # > 0 when resuming
     with progress.task("encoding", source.num_rows) as task, ThreadPoolExecutor(threads) as pool:
         pending: deque = deque()
+        if start:
+            task.advance(start)
 
         def drain(limit: int) -> None:
             while len(pending) > limit:
@@ -322,9 +379,22 @@ def _encode_loop(source, sel, read, encoder, writer, threads, progress) -> None:
                 task.advance(len(ch))
 
         for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
+            if ch.row0 + len(ch) <= start:
+                continue
+            if ch.row0 < start:
+                ch = _tail(ch, start - ch.row0)
             pending.append((pool.submit(encoder.encode_chunk, ch.X, ch.row0), ch))
             drain(2 * threads)
         drain(0)
+
+
+def _tail(ch: Chunk, k: int) -> Chunk:
+    return Chunk(
+        ch.row0 + k,
+        ch.X[k:],
+        None if ch.label is None else ch.label[k:],
+        {n: v[k:] for n, v in ch.ids.items()},
+    )
 
 
 def decode(

@@ -1,7 +1,7 @@
 """The ``rfcli`` command line: a thin click layer over the library.
 
 Library errors become one-line messages with exit status 2 (usage/input), 1 (internal)
-or 130 (interrupted); ``--debug`` shows tracebacks.
+or 130 (interrupted by Ctrl-C or SIGTERM); ``--debug`` shows tracebacks.
 """
 
 from __future__ import annotations
@@ -69,7 +69,14 @@ def cli(ctx: click.Context, quiet: bool, debug: bool) -> None:
     ctx.obj = UI(quiet=quiet, debug=debug)
 
 
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM: clean up / keep checkpoints as for Ctrl-C
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
     cli(prog_name="rfcli")
 
 

@@ -123,6 +123,17 @@ from rfcli.quantize import DESIGNABLE
     show_default=True,
     help="--kernel glf: kernel error tolerance.",
 )
+@click.option(
+    "--store-chunk-rows",
+    type=int,
+    help="Rows per store chunk (default: about 4 MiB of codes, 1024-65536 rows).",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue an interrupted encode of the same input with the same settings from "
+    "OUTPUT.partial (the result is identical to an uninterrupted run).",
+)
 @glf_quadrature_options
 @map_family_options
 @overwrite_option
@@ -153,6 +164,8 @@ def encode_cmd(
     tol,
     nodes,
     cutoff,
+    store_chunk_rows,
+    resume,
     overwrite,
     **family,
 ):
@@ -169,6 +182,7 @@ def encode_cmd(
       rfcli encode train.parquet --normalize-rows --kernel ternary --target relu \\
           --quantizer trits -o train.trf.zarr
       rfcli encode train.parquet --standardize --kernel ntk --depth 2 -m 2048 -b 2
+      rfcli encode big.parquet -o big.rff.zarr --resume   # after Ctrl-C, kill or crash
     """
     check_family_options(click.get_current_context(), kernel)
     map_options = {k: family[k] for k in MAP_FAMILY_OPTIONS}
@@ -191,6 +205,7 @@ def encode_cmd(
         seed=seed,
         normalize_rows=normalize_rows,
         standardize=standardize,
+        store_chunk_rows=store_chunk_rows,
     )
     read = ReadSettings(
         columns=flatten(columns),
@@ -208,6 +223,7 @@ def encode_cmd(
         like=like,
         threads=threads,
         overwrite=overwrite,
+        resume=resume,
         progress=ui.progress(),
     )
     if res.skipped_columns:

@@ -31,7 +31,7 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 
 from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
-from rfcli.errors import ConfigError, OutputError, StoreError, first_line
+from rfcli.errors import ConfigError, OutputError, StoreError, UsageError, first_line
 from rfcli.registry import require
 
 FORMAT = "rfcli-feature-store"
@@ -59,8 +59,28 @@ def prepare_output(path: str, overwrite: bool) -> None:
         raise OutputError(f"{path}: directory {parent} is not writable")
 
 
+def _remove_chunks_from(array_dir: str, first: int) -> None:
+    """Delete the chunk files of row-chunks >= ``first`` (zarr's resize keeps them)."""
+    root = os.path.join(array_dir, "c")
+    if not os.path.isdir(root):
+        return
+    for name in os.listdir(root):
+        if name.isdigit() and int(name) >= first:
+            p = os.path.join(root, name)
+            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+
+
+def partial_path(path: str) -> str:
+    return path.rstrip("/") + ".partial"
+
+
 class StoreWriter:
-    """Append encoded chunks in order; :meth:`close` marks the store complete."""
+    """Append encoded chunks in order; :meth:`close` marks the store complete.
+
+    Checkpoints: after every flushed store chunk the metadata records ``rows_committed``
+    (and the label classes seen so far), so an interrupted encode can be continued with
+    :meth:`resume`; these resume fields are dropped when the store completes, so a resumed
+    store is byte-identical to an uninterrupted one."""
 
     def __init__(
         self,
@@ -71,14 +91,18 @@ class StoreWriter:
         ids: list[str] | None = None,
         source: dict[str, Any] | None = None,
         overwrite: bool = False,
+        resume_key: str | None = None,
+        chunk_rows: int | None = None,
     ):
         prepare_output(path, overwrite)
         self.path = path
-        self.tmp = path.rstrip("/") + ".partial"
+        self.tmp = partial_path(path)
         if os.path.exists(self.tmp):
             shutil.rmtree(self.tmp)
         self.encoder = encoder
-        self.chunk_rows = store_chunk_rows(encoder.row_bytes)
+        if chunk_rows is not None and (isinstance(chunk_rows, bool) or chunk_rows < 1):
+            raise UsageError(f"--store-chunk-rows must be a positive integer, got {chunk_rows}")
+        self.chunk_rows = int(chunk_rows or store_chunk_rows(encoder.row_bytes))
         self.label_name = label
         self.id_names = list(ids or [])
         self.classes: list | None = None
@@ -118,8 +142,56 @@ class StoreWriter:
             "source": source or {},
             "n_rows": 0,
             "complete": False,
+            "rows_committed": 0,
+            "resume_key": resume_key,
         }
         self.group.attrs[ATTR] = self.meta
+
+    @classmethod
+    def resume(cls, path: str, resume_key: str, overwrite: bool = False) -> StoreWriter | None:
+        """Reopen the partial store of an interrupted encode of ``path``: its arrays are cut
+        back to the last checkpoint and writing continues from there.  ``resume_key`` must
+        match the one the encode started with (same input and settings).  None when the
+        partial store has no checkpoint yet (start over)."""
+        prepare_output(path, overwrite)
+        tmp = partial_path(path)
+        try:
+            group = zarr.open_group(tmp, mode="r+")
+            meta = dict(group.attrs)[ATTR]
+        except Exception as e:
+            raise StoreError(f"{tmp}: cannot resume from it ({first_line(e)})") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise StoreError(f"{tmp}: not a partial rfcli store")
+        if meta.get("resume_key") != resume_key:
+            raise UsageError(
+                f"{tmp} was started with another input or other settings; run the same "
+                "command as the interrupted one, or drop --resume to start over"
+            )
+        if not meta.get("rows_committed"):
+            return None
+        self = cls.__new__(cls)
+        self.path, self.tmp, self.group, self.meta = path, tmp, group, meta
+        self.encoder = FeatureStore(tmp, require_complete=False).encoder
+        self.chunk_rows = int(meta["layout"]["chunk_rows"])
+        label = meta.get("label")
+        self.label_name = label["name"] if label else None
+        self.id_names = list(meta.get("ids", []))
+        partial_classes = (label or {}).get("classes_partial")
+        self.classes = None if partial_classes is None else list(partial_classes)
+        self._class_index = {c: i for i, c in enumerate(self.classes or [])}
+        self.n_rows = int(meta.get("rows_committed", 0))
+        self._buf, self._buf_rows = [], 0
+        self._arrays = {}
+        names = ["codes", "norms", "row_scale", "label", *(f"ids/{k}" for k in self.id_names)]
+        for name in names:
+            if name in group:
+                arr = group[name]
+                arr.resize((self.n_rows, *arr.shape[1:]))  # drop rows after the checkpoint
+                _remove_chunks_from(os.path.join(tmp, name), self.n_rows // self.chunk_rows)
+                self._arrays[name] = arr
+        if self.classes is not None and self.classes and label.get("kind") != "category":
+            raise StoreError(f"{tmp}: inconsistent label metadata; drop --resume")
+        return self
 
     def _new(self, name, tail_shape, dtype, chunk_cols=None):
         shape = (0, *tail_shape)
@@ -220,6 +292,13 @@ class StoreWriter:
         self._buf = rest
         self._buf_rows = total - rows
         self.n_rows = stop
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        self.meta["rows_committed"] = self.n_rows
+        if self.meta["label"] is not None and self.classes is not None:
+            self.meta["label"]["classes_partial"] = [str(c) for c in self.classes]
+        self.group.attrs[ATTR] = self.meta
 
     @property
     def rows_written(self) -> int:
@@ -233,7 +312,10 @@ class StoreWriter:
             self.abort()
             raise StoreError(f"{self.path}: no rows to write (empty input)")
         if self.meta["label"] is not None and self.classes is not None:
+            self.meta["label"].pop("classes_partial", None)
             self.meta["label"]["classes"] = [str(c) for c in self.classes]
+        self.meta.pop("rows_committed", None)
+        self.meta.pop("resume_key", None)
         self.meta["n_rows"] = self.n_rows
         self.meta["complete"] = True
         self.group.attrs[ATTR] = self.meta
