@@ -191,6 +191,10 @@ def fit_encoder(
                 t.advance(len(ch))
         if n == 0:
             raise InputError(f"{source.path}: no rows")
+        if fmap.needs_sample and n < 2:
+            raise InputError(
+                f"{source.path}: {n} row: gamma=auto needs at least 2 rows (give --gamma)"
+            )
         pre.fit_stats(stats)
         if fmap.needs_box:
             corners = pre.transform(np.vstack([stats.min, stats.max]))  # affine per column
@@ -251,6 +255,7 @@ def encode(
     threads: int | None = None,
     overwrite: bool = False,
     resume: bool = False,
+    memory: int | None = None,
     progress: Progress | None = None,
 ) -> EncodeResult:
     """Encode ``input_path`` (Parquet/CSV/Zarr, ``-`` for stdin CSV) into a store.
@@ -262,6 +267,9 @@ def encode(
     last checkpoint and raises :class:`Interrupted`; ``resume=True`` continues it (after a
     crash or kill too) when the input and settings are the same, giving a store
     byte-identical to an uninterrupted run.
+
+    ``memory`` (bytes) bounds the working arrays: the chunk size is derived from it (never
+    above ``read.chunk_rows``); chunking never changes the output.
     """
     settings = settings or EncodeSettings()
     read = read or ReadSettings()
@@ -293,6 +301,8 @@ def encode(
     if resume and os.path.isdir(partial_path(output)):
         writer = StoreWriter.resume(output, key, overwrite=overwrite)
     source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
+    if memory is not None:
+        read = _budget_chunks(read, source, settings, like, memory, threads)
     try:
         if writer is not None:
             encoder = writer.encoder
@@ -342,6 +352,25 @@ def encode(
     finally:
         source.close()
     return EncodeResult(path, writer.n_rows, time.perf_counter() - t0, encoder, sel.skipped, t_fit)
+
+
+def _budget_chunks(read, source, settings, like, memory, threads) -> ReadSettings:
+    from dataclasses import replace
+
+    from rfcli.memory import encode_chunk_rows
+
+    if like is not None:
+        enc = FeatureStore(like).encoder
+        d, fmap, row_bytes = len(enc.columns), enc.fmap, enc.row_bytes
+    else:
+        d = len(read.columns) if read.columns else len(source.names)
+        fmap = make_map(
+            settings.kernel, settings.n_features, settings.gamma, settings.seed,
+            **settings.map_options,
+        )  # fmt: skip
+        row_bytes = 4 * fmap.n_features  # at most float32 features
+    rows = encode_chunk_rows(memory, d, fmap.n_features, row_bytes, threads, fmap.estimate_bytes(d))
+    return replace(read, chunk_rows=min(read.chunk_rows, rows))
 
 
 def resume_key(input_path: str, settings: EncodeSettings, read: ReadSettings, like) -> str:

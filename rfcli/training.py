@@ -18,6 +18,7 @@ from rfcli.learn.linear import LinearModel
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
 from rfcli.learn.targets import Targets
+from rfcli.memory import check_fits, learner_need, physical_memory
 from rfcli.metrics import RegressionAccumulator, classification_metrics, gaussian_nlpd_sum
 from rfcli.progress import NullProgress, Progress
 
@@ -38,6 +39,7 @@ class TrainSettings:
     max_iter: int = 1000
     tol: float = 1e-7
     cache_bytes: int = 256 << 20
+    memory: int | None = None  # budget in bytes (default: physical memory)
 
 
 @dataclass
@@ -87,7 +89,10 @@ def train(
     # the SVM makes hundreds of passes: keep its packed codes in memory if they fit the
     # budget; ridge makes one or two and reads the store each time (flat memory)
     cache = settings.cache_bytes if settings.model == "svm" else 0
-    data = StoreData(store, settings.normalized, cache_bytes=cache)
+    budget = settings.memory or physical_memory()
+    m = store.n_features
+    chunk_rows = max(256, min(8192, store.chunk_rows, budget // (4 * 4 * 3 * m)))
+    data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=cache)
     label_kind = (store.label_info or {}).get("kind")
     with progress.task("reading labels", store.n_rows) as task:
         chunks = []
@@ -102,6 +107,15 @@ def train(
     targets = Targets.fit(chunks, settings.task, label_kind)
     if settings.model == "svm" and targets.task != "classification":
         raise UsageError("the SVM is a classifier; use --model krr for a regression target")
+    need = learner_need(settings.model, m, targets.n_outputs) + 3 * 4 * chunk_rows * m
+    check_fits(
+        f"{settings.model.upper()} with m = {m} features",
+        need,
+        budget,
+        "use a store with fewer features" + (" or raise --memory" if settings.memory else ""),
+    )
+    if settings.model == "svm" and settings.memory:
+        data.set_cache_budget(max(0, min(cache, budget - need)))
     if settings.model == "krr":
         model, report = _train_ridge(data, targets, settings, progress)
     else:

@@ -28,6 +28,11 @@ class RfcliGroup(click.Group):
         except BrokenPipeError:
             sys.stderr.close()
             ctx.exit(141)
+        except OSError as e:
+            msg = _os_error_message(e)
+            if msg is None or _debug(ctx):
+                raise
+            _fail(ctx, f"rfcli: error: {msg}", 2)
         except Exception as e:
             if _debug(ctx):
                 raise
@@ -37,6 +42,21 @@ class RfcliGroup(click.Group):
                 "(run with --debug for the traceback)",
                 1,
             )
+
+
+def _os_error_message(e: OSError) -> str | None:
+    """One line for the operating-system errors a user can fix (disk full, permissions)."""
+    import errno
+
+    where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(e):
+        return (
+            f"{where}no space left on device (the partial output was removed; free some "
+            "space or write elsewhere)"
+        )
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{where}{e.strerror or 'permission denied'}"
+    return None
 
 
 def _debug(ctx) -> bool:

@@ -18,6 +18,7 @@ from rfcli.cli.options import (
 from rfcli.io.jsonfile import read_json
 from rfcli.io.readers import FORMATS, NAN_POLICIES
 from rfcli.maps import KERNELS
+from rfcli.memory import parse_size
 from rfcli.pipeline import EncodeSettings, ReadSettings, encode
 from rfcli.quantize import DESIGNABLE
 
@@ -124,6 +125,11 @@ from rfcli.quantize import DESIGNABLE
     help="--kernel glf: kernel error tolerance.",
 )
 @click.option(
+    "--memory",
+    help="Memory budget for the working arrays, e.g. 512M or 2G: the chunk size is derived "
+    "from it (the output does not change).",
+)
+@click.option(
     "--store-chunk-rows",
     type=int,
     help="Rows per store chunk (default: about 4 MiB of codes, 1024-65536 rows).",
@@ -164,6 +170,7 @@ def encode_cmd(
     tol,
     nodes,
     cutoff,
+    memory,
     store_chunk_rows,
     resume,
     overwrite,
@@ -200,7 +207,7 @@ def encode_cmd(
         n_features=features,
         bits=bits,
         quantizer=quantizer,
-        quantizer_config=read_json(quantizer_file, "quantizer file") if quantizer_file else None,
+        quantizer_config=_quantizer_file(quantizer_file) if quantizer_file else None,
         gamma=gamma,
         seed=seed,
         normalize_rows=normalize_rows,
@@ -224,6 +231,7 @@ def encode_cmd(
         threads=threads,
         overwrite=overwrite,
         resume=resume,
+        memory=parse_size(memory),
         progress=ui.progress(),
     )
     if res.skipped_columns:
@@ -249,3 +257,16 @@ def encode_cmd(
         f"{enc.quantizer.kind} {enc.quantizer.bits_per_feature} bit(s), "
         f"{res.seconds:.2f} s ({res.rows_per_s:,.0f} rows/s)"
     )
+
+
+def _quantizer_file(path: str) -> dict:
+    """The quantizer file's config, validated here so errors name the file."""
+    from rfcli.errors import ConfigError
+    from rfcli.quantize import Quantizer
+
+    cfg = read_json(path, "quantizer file")
+    try:
+        Quantizer.from_config(cfg)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return cfg

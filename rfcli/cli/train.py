@@ -6,6 +6,7 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import AutoFloat, Pair, glf_quadrature_options, overwrite_option
+from rfcli.memory import parse_size
 from rfcli.training import TrainSettings, train
 
 
@@ -123,6 +124,11 @@ from rfcli.training import TrainSettings, train
     show_default=True,
     help="gpr from raw INPUT: z-score inputs.",
 )
+@click.option(
+    "--memory",
+    help="svm/krr: memory budget for the working arrays, e.g. 2G (default: physical "
+    "memory); refuses models whose m x m matrices cannot fit, sizes chunks and the SVM cache.",
+)
 @glf_quadrature_options
 @overwrite_option
 @click.pass_obj
@@ -153,6 +159,7 @@ def train_cmd(
     nodes,
     cutoff,
     standardize,
+    memory,
     overwrite,
 ):
     """Train a linear SVM or kernel ridge regression on a feature store, out of core, or a
@@ -204,6 +211,7 @@ def train_cmd(
         max_iter=max_iter,
         tol=1e-7 if tol is None else tol,
         cache_bytes=cache_mb << 20,
+        memory=parse_size(memory),
     )
     res = train(input_path, output, settings, overwrite=overwrite, progress=ui.progress())
     r = res.report

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from typing import Any
 
 from rfcli.errors import ConfigError, InputError, OutputError
+from rfcli.io.atomic import atomic_write
 
 
 def write_json(path: str, obj: Any, overwrite: bool = False) -> None:
@@ -20,21 +20,7 @@ def write_json(path: str, obj: Any, overwrite: bool = False) -> None:
         return
     if os.path.exists(path) and not overwrite:
         raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
-    parent = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-", suffix=".json")
-    except OSError as e:
-        raise OutputError(f"{path}: cannot write ({e.strerror})") from None
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda f: f.write(text), binary=False)
 
 
 def read_json(path: str, what: str = "JSON file") -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zipfile
 from typing import Any
 
@@ -16,6 +15,7 @@ import numpy as np
 from rfcli._version import __version__
 from rfcli.encoder import Encoder
 from rfcli.errors import ConfigError, InputError, OutputError
+from rfcli.io.atomic import atomic_write
 from rfcli.learn.linear import LinearModel
 from rfcli.registry import require
 
@@ -46,23 +46,14 @@ def save_model(
     arrays = {f"model/{k}": v for k, v in marrays.items()}
     arrays.update({f"encoder/{k}": v for k, v in earrays.items()})
     arrays["__meta__"] = np.array(json.dumps(meta))
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise OutputError(f"{path}: directory {parent} does not exist or is not writable")
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-model-", suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
 def load_model(path: str) -> tuple[LinearModel, Encoder, dict[str, Any]]:
     if not os.path.isfile(path):
         raise InputError(f"{path}: no such model file")
+    if not zipfile.is_zipfile(path):
+        raise ConfigError(f"{path}: not an rfcli model file (not a .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}

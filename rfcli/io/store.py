@@ -409,6 +409,7 @@ class FeatureStore:
         scale = self.group["row_scale"] if "row_scale" in self.group else None
         for r0 in range(start, stop, step):
             r1 = min(r0 + step, stop)
+            self._check_chunk_files(r0, r1)
             try:
                 yield EncodedChunk(
                     r0, codes[r0:r1], norms[r0:r1], scale[r0:r1] if scale is not None else None
@@ -416,9 +417,25 @@ class FeatureStore:
             except Exception as e:
                 if isinstance(e, StoreError):
                     raise
+                why = first_line(e)
+                if "checksum" in why.lower():
+                    why = "checksum mismatch: the store is damaged"
                 raise StoreError(
-                    f"{self.path}: cannot read rows {r0}..{r1} ({first_line(e)})"
+                    f"{self.path}: cannot read rows {r0}..{r1 - 1} ({why}; "
+                    "`rfcli inspect --verify` lists the damage)"
                 ) from None
+
+    def _check_chunk_files(self, r0: int, r1: int) -> None:
+        """Zarr reads a missing chunk as zeros: refuse instead (local stores)."""
+        cr = self.chunk_rows
+        for i in range(r0 // cr, (r1 - 1) // cr + 1):
+            for name, key in (("codes", (str(i), "0")), ("norms", (str(i),))):
+                if not os.path.isfile(os.path.join(self.path, name, "c", *key)):
+                    last = min((i + 1) * cr, self.n_rows) - 1
+                    raise StoreError(
+                        f"{self.path}: {name} chunk {i} (rows {i * cr}..{last}) is missing: the "
+                        "store is damaged (`rfcli inspect --verify` lists the damage)"
+                    )
 
     def iter_features(
         self, normalized: bool = False, chunk_rows: int | None = None

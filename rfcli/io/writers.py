@@ -12,6 +12,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from rfcli.errors import OutputError, UsageError
+from rfcli.io.atomic import check_parent
 
 OUTPUT_FORMATS = ("npy", "parquet", "csv")
 
@@ -33,9 +34,7 @@ def check_output_path(path: str, overwrite: bool) -> None:
         return
     if os.path.exists(path) and not overwrite:
         raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise OutputError(f"{path}: directory {parent} does not exist or is not writable")
+    check_parent(path)
 
 
 class TableWriter:

@@ -55,11 +55,16 @@ class StoreData:
         self.normalized = normalized
         self.chunk_rows = chunk_rows or min(store.chunk_rows, 8192)
         self.n_rows = store.n_rows
-        packed_bytes = store.n_rows * store.layout["row_bytes"]
-        self._cache: list[tuple[EncodedChunk, np.ndarray | None]] | None = (
-            [] if packed_bytes <= cache_bytes else None
-        )
+        self._cache: list[tuple[EncodedChunk, np.ndarray | None]] | None = None
         self._cached = False
+        self.set_cache_budget(cache_bytes)
+
+    def set_cache_budget(self, cache_bytes: int) -> None:
+        """Keep the packed codes in memory between passes if they fit ``cache_bytes``
+        (before the first pass)."""
+        packed_bytes = self.store.n_rows * self.store.layout["row_bytes"]
+        if not self._cached:
+            self._cache = [] if packed_bytes <= cache_bytes else None
 
     @property
     def label_name(self) -> str | None:

@@ -87,6 +87,10 @@ class FeatureMap:
         if not self.fitted:
             raise RuntimeError(f"{type(self).__name__} is not fitted")
 
+    def estimate_bytes(self, n_inputs: int) -> int:
+        """About how much memory the drawn arrays take for ``n_inputs`` inputs (budgets)."""
+        return 4 * (n_inputs + 2) * self.n_features
+
     # -- transform --------------------------------------------------------------------
     @property
     def feature_scale(self) -> float:

@@ -143,6 +143,14 @@ class NTKMap(FeatureMap):
     def feature_scale(self) -> float:
         return 1.0
 
+    def estimate_bytes(self, n_inputs: int) -> int:
+        p_phi = p_psi = n_inputs
+        total = 0
+        for _ in range(self.depth):  # weights and dense CountSketch matrices, float32
+            total += 4 * (p_phi * (self.m0 + self.m1) + (p_psi + self.m0) * self.m_cs)
+            p_phi, p_psi = self.m1, self.m1 + self.m_cs
+        return total
+
     def fit(self, n_inputs: int, sample: np.ndarray | None = None) -> NTKMap:
         p_phi = p_psi = int(n_inputs)
         for layer in range(self.depth):

@@ -1,0 +1,83 @@
+"""Memory budgets (``--memory``): chunk sizes derived from a budget, and refusal of
+configurations whose fixed-size arrays cannot fit (e.g. KRR's m x m matrices).
+
+The budget covers rfcli's working arrays, not the interpreter and libraries (about
+150 MiB).  Without ``--memory`` the budget is the machine's physical memory, so hopeless
+configurations still fail up front with a clear message instead of swapping or being
+killed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from rfcli.errors import UsageError
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str | int | None) -> int | None:
+    """``"512M"``, ``"2G"``, ``"1.5GiB"``, ``"1000000"`` -> bytes (binary units)."""
+    if text is None or isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", str(text), re.IGNORECASE)
+    if not m:
+        raise UsageError(f"--memory: {text!r} is not a size such as 512M or 4G")
+    value = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value < 1:
+        raise UsageError(f"--memory must be positive, got {text!r}")
+    return int(value)
+
+
+def physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 1 << 40
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def encode_chunk_rows(
+    budget: int, d: int, m: int, row_bytes: int, threads: int, map_bytes: int
+) -> int:
+    """Rows per encode chunk so that the chunks in flight fit ``budget``: up to
+    ``2 threads + 1`` chunks are alive (read-ahead, encoding, writing), each holding the
+    raw and preprocessed rows (float64), the feature block and its temporaries (bounded by
+    the 256-row encode blocks) and the packed output."""
+    fixed = map_bytes + 4 * 256 * m * 4  # map arrays + a few float32 blocks per thread
+    per_row = (2 * threads + 1) * (2 * 8 * d + row_bytes + 16)
+    rows = (budget - fixed * max(threads, 1)) // per_row
+    if rows < 256:
+        raise UsageError(
+            f"--memory {human(budget)} cannot hold the map ({human(map_bytes)}) and a "
+            f"256-row chunk per thread; raise --memory or lower -m/--threads"
+        )
+    return int(min(rows, 1 << 20))
+
+
+def check_fits(what: str, need: int, budget: int, hint: str) -> None:
+    if need > budget:
+        raise UsageError(
+            f"{what} needs about {human(need)} of memory, over the budget of {human(budget)}; "
+            f"{hint}"
+        )
+
+
+def learner_need(model: str, m: int, k: int) -> int:
+    """Fixed memory of a learner with m features and k outputs (float64 matrices):
+    KRR keeps Phi'Phi for the fit and validation rows plus a Cholesky copy and solves
+    (about 4 m^2); the SVM keeps the Gram preconditioner and its factor (2 m^2) and
+    k weight vectors with L-BFGS history; GPR the statistics, eigenbasis and posterior
+    (about 4 m^2)."""
+    mm = 8 * m * m
+    if model == "svm":
+        return 2 * mm + 8 * m * k * 24
+    return 4 * mm + 8 * m * k * 4
