@@ -1,0 +1,275 @@
+"""Every bad input of issue 7 as a case run through the real CLI in a subprocess.
+
+One list serves both the test (tests/cli/test_error_table.py) and the documentation:
+``python -m tests.cli.error_cases > docs/errors.md`` regenerates the table with the
+exact messages, and the test fails when a message no longer matches the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LETTER = os.path.join(ROOT, "sample_data", "letter.train.parquet")
+LETTER_TEST = os.path.join(ROOT, "sample_data", "letter.test.parquet")
+
+
+@dataclass
+class Case:
+    name: str
+    what: str
+    setup: Callable[[str], list[str]]  # tmp dir -> CLI arguments
+    exit: int = 2
+
+
+def _write(d, name, text):
+    p = os.path.join(d, name)
+    with open(p, "w") as f:
+        f.write(text)
+    return p
+
+
+#: directory for the read-only stores and model shared by the cases (set by the runner)
+SHARED: str | None = None
+
+
+def _store(d, name="s.zarr", *extra):
+    """A small real store (600 letter rows) made with the CLI itself."""
+    import pyarrow.parquet as pq
+
+    d = SHARED or d
+    src = os.path.join(d, "small.parquet")
+    if not os.path.exists(src):
+        pq.write_table(pq.read_table(LETTER).slice(0, 600), src)
+    out = os.path.join(d, name)
+    if not os.path.exists(out):
+        run(["encode", src, "-o", out, "--label", "label", "-m", "32", *extra], check=True)
+    return out
+
+
+def _model(d):
+    out = os.path.join(SHARED or d, "m.npz")
+    if not os.path.exists(out):
+        run(["train", _store(d), "--model", "krr", "-o", out], check=True)
+    return out
+
+
+def _edit_meta(store, **changes):
+    f = os.path.join(store, "zarr.json")
+    doc = json.load(open(f))
+    doc["attributes"]["rfcli"].update(changes)
+    json.dump(doc, open(f, "w"))
+    return store
+
+
+def _copy_store(d, name, **changes):
+    dst = os.path.join(d, name)
+    shutil.copytree(_store(d), dst)
+    return _edit_meta(dst, **changes) if changes else dst
+
+
+def _flip_chunk(d):
+    s = _copy_store(d, "flip.zarr")
+    f = os.path.join(s, "codes", "c", "0", "0")
+    b = bytearray(open(f, "rb").read())
+    b[len(b) // 2] ^= 1
+    open(f, "wb").write(bytes(b))
+    return ["train", s, "--model", "krr", "-o", os.path.join(d, "x.npz")]
+
+
+def _missing_chunk(d):
+    s = _copy_store(d, "miss.zarr")
+    os.remove(os.path.join(s, "codes", "c", "0", "0"))
+    return ["train", s, "--model", "krr", "-o", os.path.join(d, "x.npz")]
+
+
+def _nan_parquet(d):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = os.path.join(d, "nan.parquet")
+    pq.write_table(pa.table({"a": [1.0, 2.0, np.nan], "b": [0.0, 1.0, 2.0]}), p)
+    return ["encode", p, "-o", os.path.join(d, "o.zarr"), "--gamma", "1"]
+
+
+def _other_map_model(d):
+    other = _store(d, "other.zarr", "--seed", "7")
+    return ["evaluate", _model(d), other]
+
+
+def _full_disk(d):
+    # a 1 MiB tmpfs; the test skips this case where mounting is not allowed
+    mnt = os.path.join(d, "small-fs")
+    os.makedirs(mnt, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt],
+                       capture_output=True)  # fmt: skip
+    if r.returncode != 0:
+        raise OSError("cannot mount a small tmpfs here")
+    return ["encode", LETTER, "-o", os.path.join(mnt, "s.zarr"), "-m", "2048", "-b", "8"]
+
+
+def _o(d, name="o.zarr"):
+    return os.path.join(d, name)
+
+
+CASES = [
+    Case("missing-file", "input file does not exist",
+         lambda d: ["encode", os.path.join(d, "missing.parquet"), "-o", _o(d)]),
+    Case("input-directory", "input path is a directory, not a file",
+         lambda d: (os.makedirs(os.path.join(d, "dir.parquet")),
+                    ["encode", os.path.join(d, "dir.parquet"), "-o", _o(d)])[1]),
+    Case("unknown-format", "unknown input format",
+         lambda d: ["encode", _write(d, "data.xyz", "a\n1\n"), "-o", _o(d)]),
+    Case("unknown-column", "--columns names a column that does not exist",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--columns", "f0,nope"]),
+    Case("missing-label", "label column missing",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--label", "nope"]),
+    Case("non-numeric-column", "a chosen feature column is not numeric",
+         lambda d: ["encode", _write(d, "t.csv", "a,b\nx,1\ny,2\n"), "-o", _o(d),
+                    "--columns", "a"]),
+    Case("no-numeric-columns", "0 selected columns (nothing numeric)",
+         lambda d: ["encode", _write(d, "t.csv", "a,b\nx,y\n"), "-o", _o(d)]),
+    Case("nan-value", "NaN in a feature (default --on-nan error)", _nan_parquet),
+    Case("inf-value", "inf in a CSV feature",
+         lambda d: ["encode", _write(d, "i.csv", "a,b\n1,2\n3,inf\n"), "-o", _o(d),
+                    "--gamma", "1"]),
+    Case("ragged-csv", "ragged CSV (a row with too few fields)",
+         lambda d: ["encode", _write(d, "r.csv", "a,b\n1,2\n3\n"), "-o", _o(d)]),
+    Case("empty-csv", "empty file (no header)",
+         lambda d: ["encode", _write(d, "e.csv", ""), "-o", _o(d)]),
+    Case("no-rows", "header only (0 rows)",
+         lambda d: ["encode", _write(d, "h.csv", "a,b\n"), "-o", _o(d)]),
+    Case("one-row-gamma-auto", "a single row with gamma=auto",
+         lambda d: ["encode", _write(d, "one.csv", "a,b\n1,2\n"), "-o", _o(d)]),
+    Case("like-columns", "input lacks the columns of the --like store",
+         lambda d: ["encode", _write(d, "few.csv", "f0,f1\n1,2\n"), "-o", _o(d),
+                    "--like", _store(d)]),
+    Case("model-columns", "raw input lacks the columns the model's map needs",
+         lambda d: ["predict", _model(d), _write(d, "few.csv", "f0,f1\n1,2\n"), "-o", "-"]),
+    Case("bits-range", "b outside 1..8",
+         lambda d: ["encode", LETTER, "-o", _o(d), "-b", "9"]),
+    Case("m-range", "m < 1", lambda d: ["encode", LETTER, "-o", _o(d), "-m", "0"]),
+    Case("gamma-range", "gamma <= 0",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--gamma", "-1"]),
+    Case("quantizer-file-malformed", "quantizer file is not valid JSON",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--quantizer-file",
+                    _write(d, "q.json", '{"kind": "lm", "bits": 2')]),
+    Case("quantizer-file-inconsistent", "quantizer file with the wrong number of levels",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--quantizer-file",
+                    _write(d, "q.json", '{"kind": "lm", "bits": 3, "borders": [0], '
+                           '"levels": [-1, 1]}')]),
+    Case("quantizer-file-bits", "quantizer file that does not match -b",
+         lambda d: (run(["fit-quantizer", "-b", "3", "-o", os.path.join(d, "q3.json")],
+                        check=True),
+                    ["encode", LETTER, "-o", _o(d), "-b", "2", "--quantizer-file",
+                     os.path.join(d, "q3.json")])[1]),
+    Case("store-incomplete", "store without its completion marker",
+         lambda d: ["train", _copy_store(d, "inc.zarr", complete=False), "--model", "krr",
+                    "-o", _o(d, "x.npz")]),
+    Case("store-version", "store of an unknown format version",
+         lambda d: ["train", _copy_store(d, "ver.zarr", format_version=9), "--model", "krr",
+                    "-o", _o(d, "x.npz")]),
+    Case("store-corrupt-chunk", "store chunk with a flipped byte (checksum)", _flip_chunk),
+    Case("store-missing-chunk", "store chunk file deleted", _missing_chunk),
+    Case("store-not-a-store", "a directory that is not a store",
+         lambda d: (os.makedirs(os.path.join(d, "nots.zarr")),
+                    ["inspect", os.path.join(d, "nots.zarr")])[1]),
+    Case("model-malformed", "model file that is not a model",
+         lambda d: ["evaluate", _write(d, "bad.npz", "junk"), LETTER_TEST]),
+    Case("model-other-map", "model used with a store encoded by another map",
+         _other_map_model),
+    Case("output-exists", "output exists (no --overwrite)",
+         lambda d: ["encode", LETTER, "-o", _store(d)]),
+    Case("output-dir-missing", "output directory does not exist",
+         lambda d: ["encode", LETTER, "-o", os.path.join(d, "no", "such", "s.zarr")]),
+    Case("output-unwritable", "output directory not writable (a file in the way)",
+         lambda d: ["decode", _store(d), "-o",
+                    os.path.join(_write(d, "afile", "x"), "f.npy")]),
+    Case("output-format", "decode output with an unknown extension",
+         lambda d: ["decode", _store(d), "-o", _o(d, "f.txt")]),
+    Case("disk-full", "the disk fills up while writing a store", _full_disk),
+    Case("memory-krr", "KRR whose m x m matrices cannot fit --memory",
+         lambda d: ["train", _store(d), "--model", "krr", "-o", _o(d, "x.npz"),
+                    "--memory", "20K"]),
+    Case("memory-encode", "--memory too small for one chunk",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--memory", "64K"]),
+    Case("option-wrong-kernel", "a map option for a kernel that does not take it",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--depth", "2"]),
+    Case("resume-stdin", "--resume with stdin input",
+         lambda d: ["encode", "-", "-o", _o(d), "--resume"]),
+]  # fmt: skip
+
+
+def run(args, check=False, stdin=None):
+    r = subprocess.run(
+        [sys.executable, "-m", "rfcli", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        cwd=ROOT,
+    )
+    if check and r.returncode != 0:
+        raise RuntimeError(f"setup failed: {' '.join(args)}: {r.stderr}")
+    return r
+
+
+def normalize(text: str, tmp: str) -> str:
+    """Replace the temporary directories and the project root by placeholders."""
+    for d in (SHARED, tmp):
+        if d:
+            text = text.replace(os.path.realpath(d), "TMP").replace(d, "TMP")
+    return text.replace(ROOT, "ROOT")
+
+
+def run_case(case: Case, tmp: str):
+    args = case.setup(tmp)
+    r = run(args, stdin="" if "-" in args else None)
+    lines = r.stderr.strip().splitlines()
+    return r.returncode, normalize(lines[-1] if lines else "", tmp), r.stderr
+
+
+def markdown(results) -> str:
+    out = [
+        "# Errors: every bad input, its message and exit status",
+        "",
+        "Generated by `python -m tests.cli.error_cases > docs/errors.md` from the cases that",
+        "tests/cli/test_error_table.py runs through the real CLI (a subprocess each); the",
+        "test fails when a message drifts from this table. `TMP` is the case's temporary",
+        "directory, `ROOT` the project. Exit status 2: usage/input errors; 1 is reserved for",
+        "internal errors (none below); 130: interrupted. No case prints a traceback",
+        "(`--debug` shows one for internal errors).",
+        "",
+        "| case | bad input | exit | message (stderr, one line) |",
+        "|---|---|---|---|",
+    ]
+    for case, (code, msg) in results:
+        cell = msg.replace("|", "\\|")
+        out.append(f"| {case.name} | {case.what} | {code} | `{cell}` |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    SHARED = tempfile.mkdtemp(prefix="rfcli-errors-")
+    results = []
+    for case in CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                code, msg, _ = run_case(case, tmp)
+            except OSError as e:
+                code, msg = "–", f"(not run here: {e})"
+            finally:
+                mnt = os.path.join(tmp, "small-fs")
+                if os.path.ismount(mnt):
+                    subprocess.run(["umount", mnt])
+            results.append((case, (code, msg)))
+    sys.stdout.write(markdown(results))
