@@ -59,6 +59,49 @@ def prepare_output(path: str, overwrite: bool) -> None:
         raise OutputError(f"{path}: directory {parent} is not writable")
 
 
+def _check_meta(meta: dict) -> dict:
+    """Validate the store attributes' schema (types and ranges); returns the layout."""
+    what = "store metadata"
+
+    def positive_int(d, key, where):
+        v = require(d, key, int, where)
+        if v < 1:
+            raise ConfigError(f"{where}: {key} must be positive, got {v}")
+        return v
+
+    layout = require(meta, "layout", dict, what)
+    for key in ("n_features", "row_bytes", "chunk_rows"):
+        positive_int(layout, key, "layout")
+    bits = require(layout, "bits", (int, float), "layout")
+    if not 0 < bits <= 32:
+        raise ConfigError(f"layout: bits must be in (0, 32], got {bits}")
+    require(layout, "codes", str, "layout")
+    if meta.get("complete"):
+        n = require(meta, "n_rows", int, what)
+        if n < 0:
+            raise ConfigError(f"n_rows must be >= 0, got {n}")
+    require(meta, "complete", bool, what)
+    require(meta, "encoder", dict, what)
+    require(meta, "fingerprint", str, what)
+    arrays = require(meta, "encoder_arrays", list, what)
+    if not all(isinstance(a, str) for a in arrays):
+        raise ConfigError("encoder_arrays must be a list of names")
+    ids = meta.get("ids", [])
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ConfigError("ids must be a list of column names")
+    label = meta.get("label")
+    if label is not None:
+        if not isinstance(label, dict):
+            raise ConfigError("label must be an object or null")
+        require(label, "name", str, "label")
+        kind = require(label, "kind", str, "label")
+        if kind not in ("int", "float", "category"):
+            raise ConfigError(f"label: unknown kind {kind!r}")
+        if kind == "category" and meta.get("complete"):
+            require(label, "classes", list, "label")
+    return layout
+
+
 def _remove_chunks_from(array_dir: str, first: int) -> None:
     """Delete the chunk files of row-chunks >= ``first`` (zarr's resize keeps them)."""
     root = os.path.join(array_dir, "c")
@@ -361,8 +404,21 @@ class FeatureStore:
             raise StoreError(
                 f"{path}: incomplete store (its encode did not finish); encode it again"
             )
-        self.layout = require(meta, "layout", dict, f"{path} metadata")
-        self.n_rows = int(meta.get("n_rows", 0)) if self.complete else self.group["codes"].shape[0]
+        try:
+            self.layout = _check_meta(meta)
+        except ConfigError as e:
+            raise StoreError(f"{path}: bad metadata: {e}") from None
+        try:
+            codes_rows = self.group["codes"].shape[0]
+        except Exception as e:
+            raise StoreError(
+                f"{path}: codes array missing or unreadable ({first_line(e)})"
+            ) from None
+        self.n_rows = meta["n_rows"] if self.complete else codes_rows
+        if self.complete and codes_rows != self.n_rows:
+            raise StoreError(
+                f"{path}: bad metadata: n_rows is {self.n_rows}, the codes hold {codes_rows} rows"
+            )
         self._encoder: Encoder | None = None
 
     @property
