@@ -79,7 +79,7 @@ def edit_meta(store, fn):
 
 def test_inconsistent_metadata_is_detected(store):
     edit_meta(store, lambda m: m.update(n_rows=599))
-    assert any("codes: shape" in p for p in verify_store(str(store)).problems)
+    assert any("n_rows is 599" in p for p in verify_store(str(store)).problems)
 
 
 def test_altered_encoder_arrays_are_detected(store, tmp_path):
