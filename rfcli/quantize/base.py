@@ -44,6 +44,12 @@ class Quantizer:
         self._levels32 = self.levels.astype(np.float32)
         self._sq_levels = self.levels**2
         self._lut = byte_lookup_table(self.levels, self.bits)
+        self._sq_byte_lut = None
+        if self._lut is not None and self.bits < 8:
+            per = 8 // self.bits
+            byte = np.arange(256)[:, None]
+            in_byte = (byte >> (np.arange(per) * self.bits)) & ((1 << self.bits) - 1)
+            self._sq_byte_lut = self._sq_levels[in_byte].sum(axis=1)  # float64
 
     # -- construction ---------------------------------------------------------------
     @classmethod
@@ -111,18 +117,40 @@ class Quantizer:
 
     # -- the hot path ---------------------------------------------------------------
     def codes(self, z: np.ndarray, row0: int = 0) -> np.ndarray:
-        """Codes (uint8, same shape as z).  ``z <= t_i`` falls in the lower cell.
-        ``row0`` (global index of z's first row) only matters for stochastic kinds."""
-        return np.searchsorted(
-            self._borders32, z.astype(np.float32, copy=False), side="left"
-        ).astype(np.uint8)
+        """Codes (uint8, same shape as z): ``code = #{i: t_i < z}``, so ``z <= t_i`` falls
+        in the lower cell.  ``row0`` (global index of z's first row) only matters for
+        stochastic kinds.
+
+        Up to 15 borders (b <= 4) the count is a sum of vectorized comparisons, about 50x
+        faster than a binary search per element (np.searchsorted) for 2 bits; the result
+        is the same."""
+        z = z.astype(np.float32, copy=False)
+        if len(self._borders32) > 15:
+            return np.searchsorted(self._borders32, z, side="left").astype(np.uint8)
+        out = np.zeros(z.shape, dtype=np.uint8)
+        for t in self._borders32:
+            np.add(out, z > t, out=out, casting="unsafe")
+        return out
 
     def encode_rows(self, z: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Quantize and pack a chunk: ``(packed uint8 (n, row_bytes), norms float32 (n,))``,
         norms being ``||Q(z)||`` per row (the normalized estimator's denominators)."""
         codes = self.codes(z, row0)
-        norms = np.sqrt(self._sq_levels[codes].sum(axis=1)).astype(np.float32)
-        return pack_codes(codes, self.bits), norms
+        packed = pack_codes(codes, self.bits)
+        return packed, self._row_norms(codes, packed)
+
+    def _row_norms(self, codes: np.ndarray, packed: np.ndarray) -> np.ndarray:
+        """``sqrt(sum_j levels[code_j]^2)`` per row, float64 sums.  For b in {1, 2, 4} the
+        squares of all codes in a byte come from one 256-entry table, so the sum runs
+        over the packed bytes (8/b times fewer terms); the last byte's padding codes are
+        0 and are taken out again."""
+        if self._sq_byte_lut is None:
+            return np.sqrt(self._sq_levels[codes].sum(axis=1)).astype(np.float32)
+        sq = self._sq_byte_lut[packed].sum(axis=1)
+        pad = packed.shape[1] * (8 // self.bits) - codes.shape[1]
+        if pad:
+            sq -= pad * self._sq_levels[0]
+        return np.sqrt(np.maximum(sq, 0.0)).astype(np.float32)
 
     def decode_rows(self, packed: np.ndarray, n_features: int, scale: float = 1.0) -> np.ndarray:
         """Unpack and decode: float32 (n, n_features) values ``scale * Q(z)``.
