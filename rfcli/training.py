@@ -91,7 +91,8 @@ def train(
     cache = settings.cache_bytes if settings.model == "svm" else 0
     budget = settings.memory or physical_memory()
     m = store.n_features
-    chunk_rows = max(256, min(8192, store.chunk_rows, budget // (4 * 4 * 3 * m)))
+    # decoded chunks of about 16 MiB of float32 features (fewer rows when --memory is small)
+    chunk_rows = max(256, min(8192, store.chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=cache)
     label_kind = (store.label_info or {}).get("kind")
     with progress.task("reading labels", store.n_rows) as task:

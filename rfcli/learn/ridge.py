@@ -35,13 +35,20 @@ class RidgeStats:
         self.sY = np.zeros(k)
         self.YtY = np.zeros((k, k))
 
+    #: rows converted to float64 at a time (bounds the temporary copy: 8 MiB at m = 1024)
+    SUB_ROWS = 1024
+
     def update(self, F: np.ndarray, Y: np.ndarray) -> None:
+        """Add rows: ``G += F'F`` (upper triangle, BLAS dsyrk: half the FLOPs of a GEMM),
+        ``F'Y``, sums.  float32 features are widened to float64 in sub-blocks."""
         if len(F) == 0:
             return
-        F64 = np.asarray(F, dtype=np.float64)
-        self.G = dsyrk(1.0, F64, beta=1.0, c=self.G, trans=1, overwrite_c=1)
-        self.FtY += F64.T @ Y
-        self.sF += F64.sum(0)
+        for i in range(0, len(F), self.SUB_ROWS):
+            F64 = np.asarray(F[i : i + self.SUB_ROWS], dtype=np.float64)
+            Yb = Y[i : i + self.SUB_ROWS]
+            self.G = dsyrk(1.0, F64, beta=1.0, c=self.G, trans=1, overwrite_c=1)
+            self.FtY += F64.T @ Yb
+            self.sF += F64.sum(0)
         self.sY += Y.sum(0)
         self.YtY += Y.T @ Y
         self.n += len(F)
