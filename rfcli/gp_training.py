@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from rfcli.encoder import Encoder
 from rfcli.errors import InputError, OutputError, UsageError
@@ -264,6 +263,8 @@ def _learn_rff_lengthscale(rows: _Rows, encoder: Encoder, s: GPRSettings, progre
         return res.fun
 
     t0 = time.perf_counter()
+    from scipy.optimize import minimize_scalar  # lazily (CLI start-up)
+
     opt = minimize_scalar(
         evaluate, bounds=(np.log(lo), np.log(hi)), method="bounded", options={"xatol": 0.02}
     )

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
 
 from rfcli.errors import InputError
 from rfcli.learn.linear import MODELS, LinearModel
@@ -140,6 +139,8 @@ def fit_hyperparameters(
     best = None
     history = []
     for x0 in starts:
+        from scipy.optimize import minimize  # lazily (CLI start-up)
+
         res = minimize(
             lambda th: tuple(-v for v in lml_and_grad(th, red, spectral)),
             np.clip(np.log(x0), [b[0] for b in log_bounds], [b[1] for b in log_bounds]),

@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
 
 from rfcli.learn.linear import MODELS, LinearModel
 
@@ -118,6 +117,8 @@ def fit_svm(
     deltas = [0.0] if loss == "squared_hinge" else [0.5, 0.05, 0.005]
     iters, converged, message = 0, True, ""
     for delta in deltas:
+        from scipy.optimize import minimize  # lazily (CLI start-up)
+
         res = minimize(
             objective,
             theta,

@@ -32,8 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, optimize
-from scipy.special import erf
 
 from rfcli.errors import ConfigError, InputError, UsageError
 from rfcli.maps.arccos import arccos_kernel
@@ -66,6 +64,12 @@ def _erf_kernel(X, Y):
     return 2.0 / np.pi * np.arcsin(np.clip(2 * X @ Y.T / den, -1.0, 1.0))
 
 
+def _erf(t):
+    from scipy.special import erf  # scipy.special is imported when needed (CLI start-up)
+
+    return erf(t)
+
+
 def _phi(t, tau):
     return np.exp(-np.square(t) / (2 * tau)) / np.sqrt(2 * np.pi * tau)
 
@@ -86,6 +90,8 @@ class Target:
         quadrature ``E[xi sigma]/tau``, ``E[(xi^2 - tau) sigma]/tau^2``."""
         if self.moment1 is not None and self.moment2 is not None:
             return float(self.moment1(tau)), float(self.moment2(tau))
+
+        from scipy import integrate  # imported when needed: keeps CLI start-up short
 
         def expect(g):
             f = lambda t: g(t) * float(self.fn(np.array(t))) * _phi(t, tau)  # noqa: E731
@@ -123,7 +129,7 @@ TARGETS: dict[str, Target] = {
         ),
         Target(
             "erf",
-            erf,
+            _erf,
             lambda tau: 2 / np.sqrt(np.pi) / np.sqrt(1 + 2 * tau),
             lambda tau: 0.0,
             _erf_kernel,
@@ -157,6 +163,8 @@ def solve_thresholds(target: str, tau: float, tol: float = 1e-10) -> Thresholds:
     """Thresholds ``s- < s+`` whose ternary moments match the target's (SPEC 1.3): least
     squares from a grid of starts in ``[-R, R]^2``, R = 1, 2, 4, ... until the residual is
     below ``tol``; InputError when no R up to 64 gets there."""
+    from scipy import optimize
+
     e1, e2 = TARGETS[target].moments(tau)
     pattern = "odd" if abs(e1) > 1e-12 else "even"
     goal = np.array([abs(e1), abs(e2)])

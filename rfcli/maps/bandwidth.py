@@ -4,7 +4,6 @@ row sample (squared Euclidean for Gaussian/Matern, L1 for Laplacian; SPEC 1.1)."
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.distance import pdist
 
 from rfcli.errors import InputError
 
@@ -15,6 +14,8 @@ def median_heuristic(sample: np.ndarray, metric: str = "sqeuclidean") -> float:
     X = np.asarray(sample, dtype=np.float64)
     if X.shape[0] < 2:
         raise InputError("gamma=auto needs at least 2 rows to compute the median heuristic")
+    from scipy.spatial.distance import pdist
+
     med = float(np.median(pdist(X, METRICS[metric])))
     if not med > 0:
         raise InputError(

@@ -37,9 +37,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.spatial.distance import cdist
-from scipy.special import gamma as gamma_fn
-from scipy.special import kv
 
 from rfcli.errors import UsageError
 from rfcli.maps.bandwidth import median_heuristic
@@ -126,6 +123,8 @@ class FourierMap(FeatureMap):
         if self.kind == "gaussian":
             return np.exp(-g * pairwise_sq_dists(X, Y))
         if self.kind == "laplacian":
+            from scipy.spatial.distance import cdist
+
             return np.exp(-g * cdist(X, Y, "cityblock"))
         return matern(
             np.sqrt(pairwise_sq_dists(X, Y)), MATERN_NU[self.kind], 1.0 / np.sqrt(2.0 * g)
@@ -151,6 +150,9 @@ class FourierMap(FeatureMap):
 
 def matern(r: np.ndarray, nu: float, lengthscale: float) -> np.ndarray:
     """Matern kernel value at distance r (closed forms for nu = 1/2, 3/2, 5/2)."""
+    from scipy.special import gamma as gamma_fn
+    from scipy.special import kv
+
     s = np.asarray(r, dtype=np.float64) / lengthscale
     if nu == 0.5:
         return np.exp(-s)

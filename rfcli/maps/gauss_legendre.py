@@ -29,8 +29,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln
-from scipy.stats import norm, t
 
 from rfcli.errors import ConfigError, UsageError
 from rfcli.maps.base import MAPS, FeatureMap
@@ -43,6 +41,8 @@ MAX_NODES = 3000  # half-space nodes (2x that many features; G is (2 MAX_NODES)^
 
 def log_spectral_density(kernel: str, eta: np.ndarray, ell: np.ndarray) -> np.ndarray:
     """log p(eta) for unit signal variance; eta (s, d), ell (d,)."""
+    from scipy.special import gammaln  # lazily: scipy.special slows CLI start-up
+
     d = eta.shape[1]
     u2 = np.sum((eta * ell) ** 2, axis=1)
     base = np.sum(np.log(ell))
@@ -81,10 +81,13 @@ def stationary_kernel(kernel: str, X: np.ndarray, Y: np.ndarray, ell) -> np.ndar
 
 def cutoff_for(kernel: str, ell_lo: float, tail: float) -> float:
     """L such that the 1-D marginal of p at lengthscale ell_lo has mass <= tail outside [-L, L]."""
+    from scipy.special import ndtri, stdtrit  # lazily: scipy.special slows CLI start-up
+
     if kernel == "gaussian":  # eta_j ~ N(0, 1/(2 pi l)^2)
-        return float(norm.isf(tail / 2) / (2 * np.pi * ell_lo))
+        return float(-ndtri(tail / 2) / (2 * np.pi * ell_lo))  # normal upper quantile
     nu = MATERN_NU[kernel]  # 2 pi l eta_j / sqrt(2 nu) ~ Student t with 2 nu degrees of freedom
-    return float(t.isf(tail / 2, 2 * nu) * np.sqrt(2 * nu) / (2 * np.pi * ell_lo))
+    upper = -stdtrit(2 * nu, tail / 2)  # Student t upper quantile (scipy.stats' t.isf)
+    return float(upper * np.sqrt(2 * nu) / (2 * np.pi * ell_lo))
 
 
 def half_space_nodes(L: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
