@@ -31,9 +31,12 @@ lint: install
 	$(VENV)/bin/ruff check rfcli tests bench
 	$(VENV)/bin/ruff format --check rfcli tests bench
 
-# quick benchmarks (minutes): encode report, training memory as rows grow 10x
+# benchmarks (about 20 minutes on 2 cores): rfcli vs scikit-learn (docs/benchmarks.md),
+# profiles (docs/profile.md), the encode report, training memory as rows grow
 bench: install
 	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) bench/benchmarks.py
+	$(PY) bench/profile_report.py
 	$(PY) bench/encode_report.py
 	$(PY) bench/train_memory.py
 
