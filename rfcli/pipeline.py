@@ -296,7 +296,7 @@ def encode(
     writer = None
     if resume and input_path == "-":
         raise UsageError("--resume needs a file input (stdin cannot be read again)")
-    readable = input_path != "-" and os.path.exists(input_path)
+    readable = input_path != "-" and (os.path.exists(input_path) or "*" in input_path)
     key = resume_key(input_path, settings, read, like) if readable else None
     if resume and os.path.isdir(partial_path(output)):
         writer = StoreWriter.resume(output, key, overwrite=overwrite)
@@ -381,11 +381,16 @@ def resume_key(input_path: str, settings: EncodeSettings, read: ReadSettings, li
     import json
     from dataclasses import asdict
 
-    st = os.stat(input_path)
+    from rfcli.io.readers import is_glob, parquet_files
+
+    files = (
+        parquet_files(input_path)
+        if is_glob(input_path) or os.path.isdir(input_path)
+        else [input_path]
+    )
     ident = {
         "input": os.path.abspath(input_path),
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
+        "files": [(os.path.abspath(f), os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files],
         "settings": asdict(settings),
         "read": {k: v for k, v in asdict(read).items() if k != "chunk_rows"},
         "like": FeatureStore(like).meta["fingerprint"] if like else None,

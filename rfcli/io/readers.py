@@ -43,6 +43,10 @@ def detect_format(path: str, fmt: str | None = None) -> str:
         return fmt
     if path == "-":
         return "csv"
+    if is_glob(path) or (
+        os.path.isdir(path) and not os.path.isfile(os.path.join(path, "zarr.json"))
+    ):
+        return "parquet"  # a partitioned dataset: a directory or glob of Parquet files
     p = path.rstrip("/").lower()
     if p.endswith((".parquet", ".pq")):
         return "parquet"
@@ -75,28 +79,102 @@ class Source:
         pass
 
 
+def is_glob(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+def parquet_files(path: str) -> list[str]:
+    """The files of a Parquet input: the file itself, every ``*.parquet``/``*.pq`` file under
+    a directory (recursively, e.g. Hive partitions ``key=value/``), or a glob's matches;
+    sorted by path, which fixes the row order."""
+    if is_glob(path):
+        import glob
+
+        files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
+    elif os.path.isdir(path):
+        files = sorted(
+            os.path.join(root, f)
+            for root, _, names in os.walk(path)
+            for f in names
+            if f.lower().endswith((".parquet", ".pq")) and not f.startswith((".", "_"))
+        )
+    else:
+        return [path]
+    if not files:
+        raise InputError(f"{path}: no Parquet files found")
+    return files
+
+
 class ParquetSource(Source):
+    """One Parquet file, or a partitioned dataset (directory or glob of files with the same
+    schema) read file after file in path order.  ``row_groups`` lists every row group with
+    its global first row, so a task can read any row range alone (the Dask engine)."""
+
     def __init__(self, path: str):
         self.path = path
-        try:
-            # pre_buffer caches every row group's column chunks until the iteration ends
-            # (memory growing with the file); read row group by row group instead
-            self._file = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except (pa.ArrowException, OSError) as e:
-            raise InputError(f"{path}: cannot read as Parquet ({first_line(e)})") from None
-        schema = self._file.schema_arrow
+        self.files = parquet_files(path)
+        self._open: dict[str, pq.ParquetFile] = {}
+        first = self._file(self.files[0])
+        schema = first.schema_arrow
         self.names = list(schema.names)
         self.numeric = {f.name: _is_numeric(f.type) for f in schema}
-        self.num_rows = self._file.metadata.num_rows
+        self.row_groups: list[tuple[str, int, int, int]] = []  # (file, group, row0, rows)
+        row = 0
+        for f in self.files:
+            pf = self._file(f)
+            if f != self.files[0] and not pf.schema_arrow.equals(schema):
+                raise InputError(
+                    f"{f}: its columns/types differ from {self.files[0]}'s (a partitioned "
+                    "dataset needs one schema)"
+                )
+            md = pf.metadata
+            for g in range(md.num_row_groups):
+                n = md.row_group(g).num_rows
+                self.row_groups.append((f, g, row, n))
+                row += n
+        self.num_rows = row
+
+    def _file(self, f: str) -> pq.ParquetFile:
+        if f not in self._open:
+            try:
+                # pre_buffer caches every row group's column chunks until the iteration ends
+                # (memory growing with the file); read row group by row group instead
+                self._open[f] = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
+            except FileNotFoundError:
+                raise InputError(f"{f}: no such file") from None
+            except (pa.ArrowException, OSError) as e:
+                raise InputError(f"{f}: cannot read as Parquet ({first_line(e)})") from None
+            if len(self._open) > 64:  # bound open handles on datasets of many files
+                self._open.pop(next(iter(self._open)))
+        return self._open[f]
 
     def batches(self, names, batch_rows):
-        try:
-            for rb in self._file.iter_batches(batch_size=batch_rows, columns=names):
-                yield {n: _to_numpy(rb.column(i)) for i, n in enumerate(names)}
-        except pa.ArrowException as e:
-            raise InputError(f"{self.path}: {first_line(e)}") from None
+        for f in self.files:
+            try:
+                for rb in self._file(f).iter_batches(batch_size=batch_rows, columns=names):
+                    yield {n: _to_numpy(rb.column(i)) for i, n in enumerate(names)}
+            except pa.ArrowException as e:
+                raise InputError(f"{f}: {first_line(e)}") from None
+
+    def read_rows(self, names: list[str], start: int, stop: int) -> dict[str, np.ndarray]:
+        """Rows ``start .. stop-1`` (global) of the columns, reading only the row groups that
+        hold them."""
+        parts = []
+        for f, g, r0, n in self.row_groups:
+            if r0 + n <= start or r0 >= stop:
+                continue
+            try:
+                t = self._file(f).read_row_group(g, columns=names)
+            except pa.ArrowException as e:
+                raise InputError(f"{f}: {first_line(e)}") from None
+            t = t.slice(max(start - r0, 0), min(stop, r0 + n) - max(start, r0))
+            parts.append({n_: _to_numpy(t.column(n_)) for n_ in names})
+        if not parts:
+            return {n: np.empty(0) for n in names}
+        return {n: np.concatenate([p[n] for p in parts]) for n in names}
+
+    def close(self):
+        self._open.clear()
 
 
 class CsvSource(Source):
@@ -222,7 +300,7 @@ class ZarrSource(Source):
 
 def open_source(path: str, fmt: str | None = None, spool_stdin: bool = False) -> Source:
     fmt = detect_format(path, fmt)
-    if path != "-" and not os.path.exists(path):
+    if path != "-" and not os.path.exists(path) and not is_glob(path):
         raise InputError(f"{path}: no such file")
     if path != "-" and os.path.isfile(path) and not os.access(path, os.R_OK):
         raise InputError(f"{path}: not readable (permission denied)")
