@@ -256,6 +256,8 @@ def encode(
     overwrite: bool = False,
     resume: bool = False,
     memory: int | None = None,
+    engine: str = "local",
+    dask=None,
     progress: Progress | None = None,
 ) -> EncodeResult:
     """Encode ``input_path`` (Parquet/CSV/Zarr, ``-`` for stdin CSV) into a store.
@@ -270,7 +272,27 @@ def encode(
 
     ``memory`` (bytes) bounds the working arrays: the chunk size is derived from it (never
     above ``read.chunk_rows``); chunking never changes the output.
+
+    ``engine="dask"`` runs the encode on a Dask cluster (``dask``: a
+    :class:`rfcli.dask_engine.DaskSettings`), byte-identical to the local engine.
     """
+    if engine == "dask":
+        if resume:
+            raise UsageError("--resume is for the local engine (a Dask encode is retried by Dask)")
+        from rfcli.dask_engine import encode_dask
+
+        return encode_dask(
+            input_path,
+            output or default_output(input_path),
+            settings or EncodeSettings(),
+            read or ReadSettings(),
+            like=like,
+            overwrite=overwrite,
+            dask=dask,
+            progress=progress,
+        )
+    if engine != "local":
+        raise UsageError(f"--engine must be local or dask, got {engine!r}")
     settings = settings or EncodeSettings()
     read = read or ReadSettings()
     progress = progress or NullProgress()

@@ -40,6 +40,8 @@ class TrainSettings:
     tol: float = 1e-7
     cache_bytes: int = 256 << 20
     memory: int | None = None  # budget in bytes (default: physical memory)
+    engine: str = "local"  # or "dask": ridge statistics reduced on a Dask cluster
+    dask: Any = None  # rfcli.dask_engine.DaskSettings
 
 
 @dataclass
@@ -50,6 +52,10 @@ class TrainResult:
 
 
 def _check(settings: TrainSettings) -> None:
+    if settings.engine not in ("local", "dask"):
+        raise UsageError(f"--engine must be local or dask, got {settings.engine!r}")
+    if settings.engine == "dask" and settings.model != "krr":
+        raise UsageError(f"--engine dask trains krr so far; train {settings.model} locally")
     if settings.model not in MODELS:
         raise UsageError(f"--model must be one of {', '.join(MODELS)}")
     if not 0 <= settings.val_fraction < 1:
@@ -167,7 +173,14 @@ def _split_stats(
 def _train_ridge(data: StoreData, targets: Targets, s: TrainSettings, progress: Progress):
     k = targets.n_outputs
     tune = s.alpha == "auto" and s.val_fraction > 0
-    fit, val = _split_stats(data, k, targets.encode, tune, s, progress, "ridge: Phi'Phi")
+    if s.engine == "dask":
+        from rfcli.dask_engine import DaskSettings, ridge_stats_dask
+
+        fit, val = ridge_stats_dask(
+            data.store, data, targets, s, s.dask or DaskSettings(), progress
+        )
+    else:
+        fit, val = _split_stats(data, k, targets.encode, tune, s, progress, "ridge: Phi'Phi")
     report: dict[str, Any] = {"model": "krr", "task": targets.task}
     if tune:
         Gc, FtYc = fit.centred()

@@ -10,6 +10,8 @@ from rfcli.cli.options import (
     AutoFloat,
     CommaList,
     check_family_options,
+    dask_settings,
+    engine_options,
     flatten,
     glf_quadrature_options,
     map_family_options,
@@ -142,6 +144,7 @@ from rfcli.quantize import DESIGNABLE
 )
 @glf_quadrature_options
 @map_family_options
+@engine_options
 @overwrite_option
 @click.pass_obj
 def encode_cmd(
@@ -173,6 +176,9 @@ def encode_cmd(
     memory,
     store_chunk_rows,
     resume,
+    engine,
+    scheduler,
+    workers,
     overwrite,
     **family,
 ):
@@ -190,6 +196,7 @@ def encode_cmd(
           --quantizer trits -o train.trf.zarr
       rfcli encode train.parquet --standardize --kernel ntk --depth 2 -m 2048 -b 2
       rfcli encode big.parquet -o big.rff.zarr --resume   # after Ctrl-C, kill or crash
+      rfcli encode lake/events/ -o events.rff.zarr --engine dask --scheduler tcp://host:8786
     """
     check_family_options(click.get_current_context(), kernel)
     map_options = {k: family[k] for k in MAP_FAMILY_OPTIONS}
@@ -232,6 +239,8 @@ def encode_cmd(
         overwrite=overwrite,
         resume=resume,
         memory=parse_size(memory),
+        engine=engine,
+        dask=dask_settings(engine, scheduler, workers),
         progress=ui.progress(),
     )
     if res.skipped_columns:

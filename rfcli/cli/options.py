@@ -153,3 +153,35 @@ def check_family_options(ctx: click.Context, kernel: str) -> None:
                 takers = [k for k, names in MAP_OPTIONS.items() if name in names]
                 flag = "--" + name.replace("_", "-")
                 raise UsageError(f"{flag} applies to --kernel {'/'.join(takers)}, not {kernel}")
+
+
+def engine_options(f):
+    """--engine, --scheduler, --workers (encode, train)."""
+    f = click.option(
+        "--workers",
+        type=int,
+        default=2,
+        show_default=True,
+        help="--engine dask without --scheduler: worker processes of a local cluster.",
+    )(f)
+    f = click.option(
+        "--scheduler",
+        envvar="DASK_SCHEDULER_ADDRESS",
+        help="--engine dask: address of a running scheduler (tcp://host:8786; default "
+        "$DASK_SCHEDULER_ADDRESS, else a local cluster).",
+    )(f)
+    return click.option(
+        "--engine",
+        type=click.Choice(["local", "dask"]),
+        default="local",
+        show_default=True,
+        help="Run here (threads) or on a Dask cluster (pip install 'rfcli[dask]').",
+    )(f)
+
+
+def dask_settings(engine: str, scheduler: str | None, workers: int):
+    if engine != "dask":
+        return None
+    from rfcli.dask_engine import DaskSettings
+
+    return DaskSettings(scheduler=scheduler, workers=workers)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import AutoFloat, Pair, glf_quadrature_options, overwrite_option
+from rfcli.cli.options import (
+    AutoFloat,
+    Pair,
+    dask_settings,
+    engine_options,
+    glf_quadrature_options,
+    overwrite_option,
+)
 from rfcli.memory import parse_size
 from rfcli.training import TrainSettings, train
 
@@ -130,6 +137,7 @@ from rfcli.training import TrainSettings, train
     "memory); refuses models whose m x m matrices cannot fit, sizes chunks and the SVM cache.",
 )
 @glf_quadrature_options
+@engine_options
 @overwrite_option
 @click.pass_obj
 def train_cmd(
@@ -160,6 +168,9 @@ def train_cmd(
     cutoff,
     standardize,
     memory,
+    engine,
+    scheduler,
+    workers,
     overwrite,
 ):
     """Train a linear SVM or kernel ridge regression on a feature store, out of core, or a
@@ -178,6 +189,10 @@ def train_cmd(
       rfcli train co2.train.parquet --model gpr --label y --features glf -o gp.npz
     """
     if model == "gpr":
+        if engine == "dask":
+            from rfcli.errors import UsageError
+
+            raise UsageError("--engine dask trains krr so far; train gpr locally")
         _train_gpr(
             ui,
             input_path,
@@ -212,6 +227,8 @@ def train_cmd(
         tol=1e-7 if tol is None else tol,
         cache_bytes=cache_mb << 20,
         memory=parse_size(memory),
+        engine=engine,
+        dask=dask_settings(engine, scheduler, workers),
     )
     res = train(input_path, output, settings, overwrite=overwrite, progress=ui.progress())
     r = res.report

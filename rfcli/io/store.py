@@ -347,6 +347,30 @@ class StoreWriter:
     def rows_written(self) -> int:
         return self.n_rows + self._buf_rows
 
+    # -- parallel writing (the Dask engine) ----------------------------------------------
+    def preallocate(self, n_rows: int, first, classes: list | None) -> None:
+        """Size every array for ``n_rows`` rows so that tasks can fill disjoint, chunk-aligned
+        row ranges with :class:`RegionWriter`.  ``first`` is the input's first chunk (it
+        decides label and id dtypes, as in the sequential writer); ``classes`` the category
+        label's classes in order of first appearance over the whole input."""
+        if first.label is not None and self.label_name:
+            self._label_values(first.label[:0])
+            if self.classes is not None:
+                self.classes = list(classes or [])
+                self._class_index = {c: i for i, c in enumerate(self.classes)}
+        for k, v in (first.ids or {}).items():
+            self._id_values(k, v[:1])
+        for arr in self._arrays.values():
+            arr.resize((n_rows, *arr.shape[1:]))
+        self.n_rows = 0
+        self._checkpoint()  # records the label kind and classes for the tasks
+
+    def finish_parallel(self, n_rows: int) -> str:
+        """Complete a store whose rows were all written by RegionWriters."""
+        self.n_rows = n_rows
+        self._buf, self._buf_rows = [], 0
+        return self.close()
+
     def close(self) -> str:
         """Flush, write the completion marker last, and move the store into place."""
         if self._buf_rows:
@@ -374,6 +398,44 @@ class StoreWriter:
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class RegionWriter:
+    """Writes encoded rows at their global row positions into a preallocated partial store;
+    one per Dask task, each owning whole store chunks (no two tasks touch one chunk)."""
+
+    def __init__(self, tmp: str):
+        self.group = zarr.open_group(tmp, mode="r+")
+        meta = dict(self.group.attrs)[ATTR]
+        label = meta.get("label") or {}
+        self.category = label.get("kind") == "category"
+        self.class_index = {c: i for i, c in enumerate(label.get("classes_partial", []))}
+        self.arrays = {k: self.group[k] for k in ("codes", "norms", "row_scale", "label")
+                       if k in self.group}  # fmt: skip
+        self.id_arrays = {k: self.group[f"ids/{k}"] for k in meta.get("ids", [])}
+
+    def write(self, enc: EncodedChunk, label: np.ndarray | None, ids: dict) -> None:
+        r0, r1 = enc.row0, enc.row0 + enc.packed.shape[0]
+        self.arrays["codes"][r0:r1] = enc.packed
+        self.arrays["norms"][r0:r1] = enc.norms
+        if enc.row_scale is not None:
+            self.arrays["row_scale"][r0:r1] = enc.row_scale
+        if label is not None and "label" in self.arrays:
+            arr = self.arrays["label"]
+            if self.category:
+                try:
+                    codes = np.array([self.class_index[str(v)] for v in label], dtype=np.int32)
+                except KeyError as e:
+                    raise StoreError(f"label {e.args[0]!r} was not seen when fitting") from None
+                arr[r0:r1] = codes
+            else:
+                arr[r0:r1] = label.astype(arr.dtype)
+        for k, v in (ids or {}).items():
+            arr = self.id_arrays[k]
+            if v.dtype == object or arr.dtype.kind not in "iuf":
+                arr[r0:r1] = np.asarray([str(x) for x in v], dtype=str)
+            else:
+                arr[r0:r1] = v.astype(np.float64 if arr.dtype.kind == "f" else arr.dtype)
 
 
 class FeatureStore:

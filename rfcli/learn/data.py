@@ -70,7 +70,13 @@ class StoreData:
     def label_name(self) -> str | None:
         return (self.store.label_info or {}).get("name")
 
-    def _encoded(self) -> Iterator[tuple[EncodedChunk, np.ndarray | None]]:
+    def _encoded(
+        self, start: int = 0, stop: int | None = None
+    ) -> Iterator[tuple[EncodedChunk, np.ndarray | None]]:
+        if start or stop is not None:  # a row range (one task of the Dask engine): no cache
+            for ch in self.store.iter_encoded(self.chunk_rows, start, stop):
+                yield ch, self.store.label_values(ch.row0, ch.row0 + len(ch.packed))
+            return
         if self._cached:
             yield from self._cache
             return
@@ -95,9 +101,11 @@ class StoreData:
         for r0 in range(0, self.n_rows, self.chunk_rows):  # labels only: no codes read
             yield r0, self.store.label_values(r0, min(r0 + self.chunk_rows, self.n_rows))
 
-    def batches(self, with_ids: bool = False) -> Iterator[Batch]:
+    def batches(
+        self, with_ids: bool = False, start: int = 0, stop: int | None = None
+    ) -> Iterator[Batch]:
         dec = self.encoder.decode
-        for ch, y in self._encoded():
+        for ch, y in self._encoded(start, stop):
             n = len(ch.packed)
             ids = self.store.ids(ch.row0, ch.row0 + n) if with_ids else {}
             yield Batch(ch.row0, dec(ch.packed, ch.norms, ch.row_scale, self.normalized), y, ids)
