@@ -60,31 +60,106 @@ def _client(ds: DaskSettings):
 
 def _encode_task(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows) -> int:
     """Worker side: encode global rows ``start .. stop-1`` into the partial store."""
-    from rfcli.io.readers import ParquetSource, _make_chunk
+    from rfcli.io.readers import ParquetSource
     from rfcli.io.store import RegionWriter
 
     src = ParquetSource(path)
     writer = RegionWriter(tmp)
     try:
-        for a in range(start, stop, chunk_rows):
-            b = min(a + chunk_rows, stop)
-            ch = _make_chunk(src.read_rows(sel.all, a, b), sel, a, a, on_nan, path)
-            writer.write(encoder.encode_chunk(ch.X, a), ch.label, ch.ids)
+        for ch in _read_range(src, sel, start, stop, chunk_rows, on_nan, path):
+            writer.write(encoder.encode_chunk(ch.X, ch.row0), ch.label, ch.ids)
     finally:
         src.close()
     return stop - start
 
 
-def _label_classes(source, sel, chunk_rows) -> list | None:
-    """A category label's classes in order of first appearance (None for numeric labels)."""
-    if sel.label is None or source.numeric.get(sel.label, True):
-        return None
-    seen: dict = {}
-    for batch in source.batches([sel.label], chunk_rows):
-        for v in batch[sel.label]:
-            if v not in seen:
-                seen[v] = len(seen)
-    return list(seen)
+def _read_range(src, sel, start, stop, chunk_rows, on_nan, path):
+    """Chunks of global rows ``start .. stop-1`` (NaN policy and messages as locally)."""
+    from rfcli.io.readers import _make_chunk
+
+    for a in range(start, stop, chunk_rows):
+        b = min(a + chunk_rows, stop)
+        yield _make_chunk(src.read_rows(sel.all, a, b), sel, a, a, on_nan, path)
+
+
+def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
+    """Worker side of the fit: pass 1 (recorded column-statistics blocks, row sample), the
+    map pass (recorded block sums) or the label's first appearances, over a row range that
+    starts on a 4096-row block boundary."""
+    from rfcli.io.readers import ParquetSource
+
+    src = ParquetSource(path)
+    try:
+        if stage == "labels":
+            seen: dict = {}
+            for a in range(start, stop, chunk_rows):
+                col = src.read_rows([sel.label], a, min(a + chunk_rows, stop))[sel.label]
+                for v in col:
+                    seen.setdefault(v, None)
+            return list(seen)
+        part = fitter.new_pass1(record=True) if stage == "pass1" else fitter.new_map_pass(start)
+        for ch in _read_range(src, sel, start, stop, chunk_rows, on_nan, path):
+            if stage == "pass1":
+                part.update(ch.row0, ch.X)
+            else:
+                part.update(ch.row0, fitter.map_values(ch.X))
+        return part
+    finally:
+        src.close()
+
+
+def _in_order(client, futures, progress=None, title="", total=None, sizes=None):
+    """Results of ``futures`` in submission (row) order; progress as tasks complete.  The
+    first failure in row order is raised, as the local engine would report it."""
+    from distributed import as_completed, wait
+
+    if progress is not None:
+        with progress.task(title, total) as task:
+            for fut in as_completed(futures):
+                if fut.status == "finished":
+                    task.advance(sizes[futures.index(fut)] if sizes else 1)
+    wait(futures)
+    return [f.result() for f in futures]
+
+
+def _fit_dask(client, path, source, sel, settings, read, dask, progress):
+    """The encoder and label classes, every pass a distributed reduction whose partial
+    results merge in row order exactly as one local pass (see rfcli.fitting)."""
+    from rfcli.fitting import FIT_BLOCK, EncoderFitter, Pass1
+    from rfcli.maps import RowReducer
+
+    n = source.num_rows
+    span = FIT_BLOCK * max(1, 65536 // FIT_BLOCK)
+    ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
+    sizes = [b - a for a, b in ranges]
+    chunk = min(read.chunk_rows, span)
+    fitter = EncoderFitter(settings, len(sel.features))
+
+    def run(stage, title):
+        fut_fitter = client.scatter(fitter, broadcast=True)
+        futures = [
+            client.submit(_fit_task, path, sel, fut_fitter, stage, a, b, read.on_nan, chunk,
+                          retries=dask.retries, pure=False)
+            for a, b in ranges
+        ]  # fmt: skip
+        return _in_order(client, futures, progress, title, n, sizes)
+
+    stages = fitter.n_passes + 1
+    if fitter.needs_pass1:
+        fitter.finish_pass1(Pass1.merge_ordered(run("pass1", f"fitting (dask, 1/{stages})")), path)
+    else:
+        fitter.finish_pass1(None, path)
+    if fitter.needs_map_pass:
+        parts = run("map", f"fitting (dask, {fitter.n_passes}/{stages})")
+        fitter.finish_map_pass(RowReducer.merge_ordered(parts), path)
+    classes = None
+    if sel.label is not None and not source.numeric.get(sel.label, True):
+        seen: dict = {}
+        for part in run("labels", "label classes (dask)"):
+            for v in part:
+                seen.setdefault(v, None)
+        classes = list(seen)
+    return fitter.encoder(sel.features), classes
 
 
 def encode_dask(
@@ -101,7 +176,7 @@ def encode_dask(
     """``rfcli encode --engine dask``: see the module docstring."""
     from rfcli.io.readers import ParquetSource, iter_chunks, open_source, select_columns
     from rfcli.io.store import FeatureStore, StoreWriter, prepare_output
-    from rfcli.pipeline import EncodeResult, fit_encoder, resume_key
+    from rfcli.pipeline import EncodeResult, resume_key
     from rfcli.progress import NullProgress
 
     progress = progress or NullProgress()
@@ -119,6 +194,7 @@ def encode_dask(
         raise UsageError(
             "--engine dask reads Parquet input (a file, a directory or a glob of files)"
         )
+    client = cluster = None
     try:
         if like is not None:
             ref = FeatureStore(like)
@@ -135,58 +211,66 @@ def encode_dask(
             sel = select_columns(source, encoder.columns, label, ids)
         else:
             sel = select_columns(source, read.columns, read.label, read.ids)
-            encoder = fit_encoder(source, sel, settings, read, progress)
         n = source.num_rows
         if not n:
             raise InputError(f"{input_path}: no rows to encode (empty input)")
-        first = next(iter_chunks(source, sel, min(16, n), read.on_nan))  # label/id dtypes
-        classes = _label_classes(source, sel, read.chunk_rows)
-    finally:
-        source.close()
-    writer = StoreWriter(
-        output,
-        encoder,
-        label=sel.label,
-        ids=sel.ids,
-        source={"path": os.path.basename(input_path), "columns": sel.features},
-        overwrite=overwrite,
-        resume_key=resume_key(input_path, settings, read, like),
-        chunk_rows=settings.store_chunk_rows if like is None else None,
-    )
-    try:
-        writer.preallocate(n, first, classes)
-        span = writer.chunk_rows * CHUNKS_PER_TASK
         client, cluster = _client(dask)
+        if like is None:
+            encoder, classes = _fit_dask(
+                client, input_path, source, sel, settings, read, dask, progress
+            )
+        else:
+            classes = None
+            if sel.label is not None and not source.numeric.get(sel.label, True):
+                classes = _local_classes(source, sel, read.chunk_rows)
+        first = next(iter_chunks(source, sel, min(16, n), read.on_nan))  # label/id dtypes
+        writer = StoreWriter(
+            output,
+            encoder,
+            label=sel.label,
+            ids=sel.ids,
+            source={"path": os.path.basename(input_path), "columns": sel.features},
+            overwrite=overwrite,
+            resume_key=resume_key(input_path, settings, read, like),
+            chunk_rows=settings.store_chunk_rows if like is None else None,
+        )
         try:
+            writer.preallocate(n, first, classes)
+            span = writer.chunk_rows * CHUNKS_PER_TASK
             _run_encode_tasks(
                 client, input_path, sel, encoder, writer.tmp, n, span, read, dask, progress
             )
-        finally:
+            path = writer.finish_parallel(n)
+        except BaseException:
+            writer.abort()
+            raise
+    finally:
+        source.close()
+        if client is not None:
             client.close()
-            if cluster is not None:
-                cluster.close()
-        path = writer.finish_parallel(n)
-    except BaseException:
-        writer.abort()
-        raise
+        if cluster is not None:
+            cluster.close()
     return EncodeResult(path, n, time.perf_counter() - t0, encoder, sel.skipped)
 
 
-def _run_encode_tasks(client, path, sel, encoder, tmp, n, span, read, dask, progress):
-    from distributed import as_completed
+def _local_classes(source, sel, chunk_rows) -> list:
+    seen: dict = {}
+    for batch in source.batches([sel.label], chunk_rows):
+        for v in batch[sel.label]:
+            seen.setdefault(v, None)
+    return list(seen)
 
+
+def _run_encode_tasks(client, path, sel, encoder, tmp, n, span, read, dask, progress):
     enc = client.scatter(encoder, broadcast=True)
     chunk = min(read.chunk_rows, span)
+    ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
     futures = [
-        client.submit(
-            _encode_task, path, sel, enc, tmp, a, min(a + span, n), read.on_nan, chunk,
-            retries=dask.retries, pure=False,
-        )
-        for a in range(0, n, span)
+        client.submit(_encode_task, path, sel, enc, tmp, a, b, read.on_nan, chunk,
+                      retries=dask.retries, pure=False)
+        for a, b in ranges
     ]  # fmt: skip
-    with progress.task("encoding (dask)", n) as task:
-        for fut in as_completed(futures):
-            task.advance(fut.result())  # re-raises a task's error (after its retries)
+    _in_order(client, futures, progress, "encoding (dask)", n, [b - a for a, b in ranges])
 
 
 # -- training ---------------------------------------------------------------------------------

@@ -14,10 +14,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from rfcli.encoder import Encoder, check_quantizer_fits_map, map_fingerprint
+from rfcli.encoder import Encoder, map_fingerprint
 from rfcli.errors import InputError, Interrupted, UsageError
+from rfcli.fitting import (  # noqa: F401  (re-exported: the pipeline's public helpers)
+    EMPIRICAL_SAMPLE,
+    BottomK,
+    EncoderFitter,
+    build_quantizer,
+    default_bits,
+    fit_empirical,
+    needed_passes,
+)
 from rfcli.io.readers import (
     Chunk,
     Selection,
@@ -27,11 +34,10 @@ from rfcli.io.readers import (
     select_columns,
 )
 from rfcli.io.store import FeatureStore, StoreWriter, partial_path
-from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_map
+from rfcli.maps import FeatureMap, make_map
 from rfcli.progress import NullProgress, Progress
-from rfcli.quantize import Quantizer, make_quantizer
+from rfcli.quantize import Quantizer
 from rfcli.quantize.base import check_bits
-from rfcli.random import keyed_uniform
 
 
 @dataclass
@@ -76,79 +82,6 @@ class EncodeResult:
         return self.n_rows / self.seconds if self.seconds > 0 else float("inf")
 
 
-def default_bits(kind: str) -> int:
-    return {"none": 32, "sign": 1, "binary": 1}.get(kind, 2)
-
-
-#: feature values the encoder's empirical quantizer is fitted on (SPEC 2)
-EMPIRICAL_SAMPLE = 200_000
-
-
-def build_quantizer(settings: EncodeSettings, fmap: FeatureMap) -> Quantizer | None:
-    """The quantizer of ``settings`` for ``fmap``; None when it must be fitted on data
-    (``empirical`` without a quantizer file)."""
-    if settings.quantizer_config is not None:
-        q = Quantizer.from_config(settings.quantizer_config)
-        if settings.quantizer and settings.quantizer != q.kind:
-            raise UsageError(
-                f"--quantizer {settings.quantizer} contradicts the quantizer file ({q.kind})"
-            )
-        if settings.bits is not None and settings.bits != q.bits:
-            raise UsageError(
-                f"-b {settings.bits} does not match the quantizer file ({q.bits} bits)"
-            )
-        return q
-    kind = settings.quantizer or fmap.default_quantizer
-    if kind == "empirical":
-        check_bits(settings.bits if settings.bits is not None else 2)
-        return None
-    bits = settings.bits if settings.bits is not None else default_bits(kind)
-    return make_quantizer(kind, bits, seed=settings.seed, law=fmap.value_law)
-
-
-class _BottomK:
-    """The k rows with the smallest hash of (seed, row index): a uniform row sample that
-    does not depend on chunking."""
-
-    def __init__(self, k: int, seed: int):
-        self.k, self.seed = k, seed
-        self.keys = np.empty(0)
-        self.rows = None
-
-    def update(self, row0: int, X: np.ndarray) -> None:
-        keys = keyed_uniform(self.seed, np.arange(row0, row0 + len(X)), 1)[:, 0]
-        allk = np.concatenate((self.keys, keys))
-        allx = X if self.rows is None else np.concatenate((self.rows, X))
-        if len(allk) > self.k:
-            idx = np.argpartition(allk, self.k - 1)[: self.k]
-            allk, allx = allk[idx], allx[idx]
-        order = np.argsort(allk, kind="stable")
-        self.keys, self.rows = allk[order], allx[order]
-
-
-def fit_empirical(
-    fmap: FeatureMap,
-    rows: np.ndarray,
-    bits: int,
-    seed: int,
-    n_values: int = EMPIRICAL_SAMPLE,
-    domain: str = "linear",
-    info: dict | None = None,
-) -> Quantizer:
-    """The empirical quantizer of ``fmap``'s raw values on preprocessed ``rows``: a hash
-    sample of ``n_values`` (row, feature) values (independent of chunking), then exact
-    Lloyd-Max (:class:`rfcli.quantize.empirical.EmpiricalQuantizer`)."""
-    from rfcli.quantize.empirical import EmpiricalQuantizer
-
-    z, _ = fmap.transform_raw(rows)
-    z = np.asarray(z, dtype=np.float64)
-    if z.size > n_values:
-        keys = keyed_uniform(seed, np.arange(z.shape[0]), z.shape[1]).ravel()
-        z = z.ravel()[np.argpartition(keys, n_values - 1)[:n_values]]
-    meta = {"sample_rows": int(len(rows)), "sample_seed": int(seed), **(info or {})}
-    return EmpiricalQuantizer.fit(z, bits, domain=domain, info=meta)
-
-
 def fit_encoder(
     source: Source,
     sel: Selection,
@@ -157,81 +90,27 @@ def fit_encoder(
     progress: Progress,
     fmap: FeatureMap | None = None,
 ) -> Encoder:
-    """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe).
-
-    Pass 1 (when standardization, gamma='auto', a bounding box or an empirical quantizer
-    need it) gathers column statistics and a hash sample of rows; pass 2 (for maps with
-    ``pass_reductions``: TRF's tau, positive features' kappa) reduces per-row values of
-    the preprocessed rows with the drawn map.  Both are chunk-independent."""
-    if fmap is None:
-        fmap = make_map(
-            settings.kernel,
-            settings.n_features,
-            settings.gamma,
-            settings.seed,
-            **settings.map_options,
-        )
-    pre = Preprocessor(standardize=settings.standardize, normalize_rows=settings.normalize_rows)
-    if fmap.needs_box and settings.normalize_rows:
-        raise UsageError(f"--normalize-rows does not fit the {fmap.kind} map (it needs a data box)")
-    quantizer = build_quantizer(settings, fmap)
-    if quantizer is not None:
-        check_quantizer_fits_map(quantizer, fmap)  # before any pass over the data
-    d = len(sel.features)
-    n_passes = needed_passes(settings, fmap)
-    sample = _BottomK(settings.sample_rows, settings.seed)
-    if pre.needs_stats or fmap.needs_sample or fmap.needs_box or quantizer is None:
-        stats = ColumnStats(d)
-        n = 0
-        with progress.task(f"fitting (pass 1/{n_passes + 1})", source.num_rows) as t:
+    """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe), making
+    the passes over the input that :class:`rfcli.fitting.EncoderFitter` asks for."""
+    fitter = EncoderFitter(settings, len(sel.features), fmap)
+    total = fitter.n_passes + 1
+    if fitter.needs_pass1:
+        p1 = fitter.new_pass1()
+        with progress.task(f"fitting (pass 1/{total})", source.num_rows) as t:
             for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
-                stats.update(ch.X)
-                sample.update(ch.row0, ch.X)
-                n += len(ch)
+                p1.update(ch.row0, ch.X)
                 t.advance(len(ch))
-        if n == 0:
-            raise InputError(f"{source.path}: no rows")
-        if fmap.needs_sample and n < 2:
-            raise InputError(
-                f"{source.path}: {n} row: gamma=auto needs at least 2 rows (give --gamma)"
-            )
-        pre.fit_stats(stats)
-        if fmap.needs_box:
-            corners = pre.transform(np.vstack([stats.min, stats.max]))  # affine per column
-            fmap.fit(d, box=(corners.min(0), corners.max(0)))
-        else:
-            fmap.fit(d, pre.transform(sample.rows) if fmap.needs_sample else None)
+        fitter.finish_pass1(p1, source.path)
     else:
-        fmap.fit(d)
-    if fmap.needs_pass:
-        reducer = RowReducer(fmap.pass_reductions)
-        with progress.task(f"fitting (pass {n_passes}/{n_passes + 1})", source.num_rows) as t:
+        fitter.finish_pass1(None, source.path)
+    if fitter.needs_map_pass:
+        reducer = fitter.new_map_pass()
+        with progress.task(f"fitting (pass {fitter.n_passes}/{total})", source.num_rows) as t:
             for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
-                reducer.update(ch.row0, fmap.pass_values(pre.transform(ch.X)))
+                reducer.update(ch.row0, fitter.map_values(ch.X))
                 t.advance(len(ch))
-        if reducer.n == 0:
-            raise InputError(f"{source.path}: no rows")
-        fmap.finish_pass(reducer.totals(), reducer.n)
-    if quantizer is None:
-        quantizer = fit_empirical(
-            fmap, pre.transform(sample.rows), settings.bits or 2, settings.seed
-        )
-        quantizer.info["map_fingerprint"] = map_fingerprint(list(sel.features), pre, fmap)
-    return Encoder(columns=list(sel.features), preprocess=pre, fmap=fmap, quantizer=quantizer)
-
-
-def needed_passes(settings: EncodeSettings, fmap: FeatureMap) -> int:
-    """Passes over the input before the encode pass (0, 1 or 2)."""
-    first = (
-        settings.standardize
-        or fmap.needs_sample
-        or fmap.needs_box
-        or (
-            settings.quantizer_config is None
-            and (settings.quantizer or fmap.default_quantizer) == "empirical"
-        )
-    )
-    return int(bool(first)) + int(fmap.needs_pass)
+        fitter.finish_map_pass(reducer, source.path)
+    return fitter.encoder(sel.features)
 
 
 def default_output(path: str) -> str:
@@ -403,13 +282,14 @@ def resume_key(input_path: str, settings: EncodeSettings, read: ReadSettings, li
     import json
     from dataclasses import asdict
 
-    from rfcli.io.readers import is_glob, parquet_files
+    from rfcli.io.readers import detect_format, parquet_files
 
-    files = (
-        parquet_files(input_path)
-        if is_glob(input_path) or os.path.isdir(input_path)
-        else [input_path]
-    )
+    if detect_format(input_path, read.fmt) == "parquet":
+        files = parquet_files(input_path)
+    elif os.path.isdir(input_path):  # a Zarr input: every file of it
+        files = sorted(os.path.join(r, f) for r, _, fs in os.walk(input_path) for f in fs)
+    else:
+        files = [input_path]
     ident = {
         "input": os.path.abspath(input_path),
         "files": [(os.path.abspath(f), os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files],
@@ -525,7 +405,7 @@ def fit_quantizer_on_input(
             )
         sel = select_columns(source, encoder.columns, None, [])
         n_rows = max(1, min(-(-n_values // encoder.n_features) * 2, 1_000_000))
-        sample = _BottomK(n_rows, seed)
+        sample = BottomK(n_rows, seed)
         with progress.task("sampling rows", source.num_rows) as t:
             for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
                 sample.update(ch.row0, ch.X)

@@ -58,11 +58,15 @@ SETTINGS = [
         normalize_rows=True,
         quantizer="trits",
         store_chunk_rows=2048,
-    ),  # fmt: skip
+    ),
+    # gamma by the median heuristic (merged row sample), kappa (map pass), empirical quantizer
+    dict(kernel="positive", n_features=40, standardize=True, store_chunk_rows=1024),
 ]
 
 
-@pytest.mark.parametrize("kw", SETTINGS, ids=["lm", "stoc-standardize", "ternary-trits"])
+@pytest.mark.parametrize(
+    "kw", SETTINGS, ids=["lm", "stoc-standardize", "ternary-trits", "positive-empirical"]
+)
 def test_encode_on_dask_is_byte_identical(tmp_path, dataset, scheduler, kw):
     read = ReadSettings(label="label", ids=["name"])
     a = encode(dataset, str(tmp_path / "a.zarr"), EncodeSettings(**kw), read)

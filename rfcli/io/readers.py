@@ -43,11 +43,11 @@ def detect_format(path: str, fmt: str | None = None) -> str:
         return fmt
     if path == "-":
         return "csv"
-    if is_glob(path) or (
-        os.path.isdir(path) and not os.path.isfile(os.path.join(path, "zarr.json"))
-    ):
-        return "parquet"  # a partitioned dataset: a directory or glob of Parquet files
     p = path.rstrip("/").lower()
+    if p.endswith(".zarr") or os.path.isfile(os.path.join(path, "zarr.json")):
+        return "zarr"
+    if is_glob(path) or os.path.isdir(path):
+        return "parquet"  # a partitioned dataset: a directory or glob of Parquet files
     if p.endswith((".parquet", ".pq")):
         return "parquet"
     if p.endswith((".csv", ".csv.gz", ".tsv", ".txt")):

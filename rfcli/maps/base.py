@@ -179,17 +179,19 @@ class RowReducer:
     block summed at once when complete) and the block sums added in order; maxima are
     exact anyway.  Chunks must arrive in row order."""
 
-    def __init__(self, reductions: dict[str, str], block: int = 4096):
+    def __init__(self, reductions: dict[str, str], block: int = 4096, row0: int = 0):
         self.reductions = dict(reductions)
         self.block = block
+        self.row0 = row0  # first row (a multiple of block for partial reducers)
         self.n = 0
         self._sums = {k: 0.0 for k, r in self.reductions.items() if r == "sum"}
         self._maxes = {k: -np.inf for k, r in self.reductions.items() if r == "max"}
         self._pending: dict[str, list[np.ndarray]] = {k: [] for k in self._sums}
+        self._block_sums: dict[str, list[float]] = {}
 
     def update(self, row0: int, values: dict[str, np.ndarray]) -> None:
-        if row0 != self.n:
-            raise ValueError(f"rows must come in order: expected row {self.n}, got {row0}")
+        if row0 != self.row0 + self.n:
+            raise ValueError(f"rows must come in order: expected {self.row0 + self.n}, got {row0}")
         n = None
         for k, v in values.items():
             v = np.asarray(v, dtype=np.float64).ravel()
@@ -201,7 +203,7 @@ class RowReducer:
         self.n += n or 0
 
     def _add_sum(self, key: str, v: np.ndarray) -> None:
-        pos = self.n
+        pos = self.row0 + self.n
         pending = self._pending[key]
         while v.size:
             room = self.block - pos % self.block
@@ -209,14 +211,39 @@ class RowReducer:
             pos += min(room, v.size)
             v = v[room:]
             if pos % self.block == 0:
-                self._sums[key] += float(np.sum(np.concatenate(pending)))
+                self._block_sums.setdefault(key, []).append(float(np.sum(np.concatenate(pending))))
                 pending.clear()
 
+    def _close_blocks(self) -> None:
+        for k, rest in self._pending.items():
+            if rest:
+                self._block_sums.setdefault(k, []).append(float(np.sum(np.concatenate(rest))))
+                rest.clear()
+
     def totals(self) -> dict[str, float]:
+        """Maxima, and sums as the in-order sum of the block sums."""
+        self._close_blocks()
         out = dict(self._maxes)
-        for k, s in self._sums.items():
-            rest = self._pending[k]
-            out[k] = s + (float(np.sum(np.concatenate(rest))) if rest else 0.0)
+        for k in self._sums:
+            total = 0.0
+            for s in self._block_sums.get(k, []):
+                total += s
+            out[k] = total
+        return out
+
+    @classmethod
+    def merge_ordered(cls, parts: list[RowReducer]) -> RowReducer:
+        """Merge reducers of consecutive row ranges (each starting on a block boundary):
+        the block sums are concatenated in row order, so totals() adds exactly what one
+        pass over all rows adds."""
+        out = cls(parts[0].reductions, parts[0].block)
+        for p in parts:
+            p._close_blocks()
+            for k in out._sums:
+                out._block_sums.setdefault(k, []).extend(p._block_sums.get(k, []))
+            for k in out._maxes:
+                out._maxes[k] = max(out._maxes[k], p._maxes[k])
+            out.n += p.n
         return out
 
 

@@ -25,8 +25,12 @@ class ColumnStats:
     how the input was chunked, so the statistics are bit-identical for any chunk size.
     """
 
-    def __init__(self, d: int, block: int = 4096):
+    def __init__(self, d: int, block: int = 4096, record: bool = False):
         self.block = block
+        #: with ``record``, each block's (n, mean, m2) is kept instead of merged, so partial
+        #: statistics of consecutive row ranges (aligned to ``block``) can be merged later in
+        #: order with exactly the local arithmetic (:meth:`merge_ordered`)
+        self.blocks: list[tuple[int, np.ndarray, np.ndarray]] | None = [] if record else None
         self.n = 0
         self.mean = np.zeros(d)
         self.m2 = np.zeros(d)
@@ -56,6 +60,12 @@ class ColumnStats:
         nb = B.shape[0]
         mb = B.mean(axis=0)
         m2b = ((B - mb) ** 2).sum(axis=0)
+        if self.blocks is not None:
+            self.blocks.append((nb, mb, m2b))
+            return
+        self._merge_block(nb, mb, m2b)
+
+    def _merge_block(self, nb: int, mb: np.ndarray, m2b: np.ndarray) -> None:
         n = self.n + nb
         delta = mb - self.mean
         self.mean = self.mean + delta * (nb / n)
@@ -65,6 +75,20 @@ class ColumnStats:
     def finish(self) -> ColumnStats:
         self._merge_pending()
         return self
+
+    @classmethod
+    def merge_ordered(cls, parts: list[ColumnStats]) -> ColumnStats:
+        """Merge recorded partial statistics of consecutive row ranges, in row order: the
+        same block merges, in the same order, as one pass over all rows."""
+        d = parts[0].mean.size
+        out = cls(d, parts[0].block)
+        for p in parts:
+            p.finish()
+            for nb, mb, m2b in p.blocks:
+                out._merge_block(nb, mb, m2b)
+            np.minimum(out.min, p.min, out=out.min)
+            np.maximum(out.max, p.max, out=out.max)
+        return out
 
     @property
     def std(self) -> np.ndarray:

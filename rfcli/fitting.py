@@ -1,0 +1,234 @@
+"""Fitting an encoder on the training input: what passes it needs and how their partial
+results combine.
+
+Pass 1 (when standardization, gamma='auto', a bounding box or an empirical quantizer need
+it) gathers column statistics (fixed 4096-row blocks) and a hash sample of rows; the map
+pass (maps with ``pass_reductions``: TRF's tau, positive features' kappa) reduces per-row
+values of the preprocessed rows with the drawn map.  Every partial result can be computed
+for a range of rows starting on a 4096-row boundary and merged in row order with exactly
+the arithmetic of one sequential pass, so the local engine (one loop) and the Dask engine
+(one task per range) fit bit-identical encoders.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rfcli.encoder import Encoder, check_quantizer_fits_map, map_fingerprint
+from rfcli.errors import InputError, UsageError
+from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_map
+from rfcli.quantize import Quantizer, make_quantizer
+from rfcli.quantize.base import check_bits
+from rfcli.random import keyed_uniform
+
+#: feature values the encoder's empirical quantizer is fitted on (SPEC 2)
+EMPIRICAL_SAMPLE = 200_000
+#: rows per statistics block; partial passes start on multiples of it
+FIT_BLOCK = 4096
+
+
+def default_bits(kind: str) -> int:
+    return {"none": 32, "sign": 1, "binary": 1}.get(kind, 2)
+
+
+def build_quantizer(settings, fmap: FeatureMap) -> Quantizer | None:
+    """The quantizer of ``settings`` for ``fmap``; None when it must be fitted on data
+    (``empirical`` without a quantizer file)."""
+    if settings.quantizer_config is not None:
+        q = Quantizer.from_config(settings.quantizer_config)
+        if settings.quantizer and settings.quantizer != q.kind:
+            raise UsageError(
+                f"--quantizer {settings.quantizer} contradicts the quantizer file ({q.kind})"
+            )
+        if settings.bits is not None and settings.bits != q.bits:
+            raise UsageError(
+                f"-b {settings.bits} does not match the quantizer file ({q.bits} bits)"
+            )
+        return q
+    kind = settings.quantizer or fmap.default_quantizer
+    if kind == "empirical":
+        check_bits(settings.bits if settings.bits is not None else 2)
+        return None
+    bits = settings.bits if settings.bits is not None else default_bits(kind)
+    return make_quantizer(kind, bits, seed=settings.seed, law=fmap.value_law)
+
+
+class BottomK:
+    """The k rows with the smallest hash of (seed, row index): a uniform row sample that
+    does not depend on chunking, and merges exactly across row ranges."""
+
+    def __init__(self, k: int, seed: int):
+        self.k, self.seed = k, seed
+        self.keys = np.empty(0)
+        self.rows = None
+
+    def update(self, row0: int, X: np.ndarray) -> None:
+        keys = keyed_uniform(self.seed, np.arange(row0, row0 + len(X)), 1)[:, 0]
+        self._keep(keys, X)
+
+    def _keep(self, keys: np.ndarray, X: np.ndarray) -> None:
+        allk = np.concatenate((self.keys, keys))
+        allx = X if self.rows is None else np.concatenate((self.rows, X))
+        if len(allk) > self.k:
+            idx = np.argpartition(allk, self.k - 1)[: self.k]
+            allk, allx = allk[idx], allx[idx]
+        order = np.argsort(allk, kind="stable")
+        self.keys, self.rows = allk[order], allx[order]
+
+    def merge(self, other: BottomK) -> BottomK:
+        if other.rows is not None:
+            self._keep(other.keys, other.rows)
+        return self
+
+
+class Pass1:
+    """Column statistics, the row sample and the row count of (a range of) the input."""
+
+    def __init__(self, d: int, k: int, seed: int, record: bool = False):
+        self.stats = ColumnStats(d, FIT_BLOCK, record=record)
+        self.sample = BottomK(k, seed)
+        self.n = 0
+
+    def update(self, row0: int, X: np.ndarray) -> None:
+        self.stats.update(X)
+        self.sample.update(row0, X)
+        self.n += len(X)
+
+    @classmethod
+    def merge_ordered(cls, parts: list[Pass1]) -> Pass1:
+        """Merge recorded passes over consecutive row ranges (in row order)."""
+        out = cls.__new__(cls)
+        out.stats = ColumnStats.merge_ordered([p.stats for p in parts])
+        out.sample = parts[0].sample
+        for p in parts[1:]:
+            out.sample.merge(p.sample)
+        out.n = sum(p.n for p in parts)
+        return out
+
+
+class EncoderFitter:
+    """Builds an :class:`Encoder` from ``settings`` (an EncodeSettings) for ``d`` inputs;
+    the caller makes the passes it asks for (``needs_pass1``, ``needs_map_pass``)."""
+
+    def __init__(self, settings, d: int, fmap: FeatureMap | None = None):
+        self.settings = settings
+        self.d = d
+        self.fmap = fmap or make_map(
+            settings.kernel,
+            settings.n_features,
+            settings.gamma,
+            settings.seed,
+            **settings.map_options,
+        )
+        self.pre = Preprocessor(
+            standardize=settings.standardize, normalize_rows=settings.normalize_rows
+        )
+        if self.fmap.needs_box and settings.normalize_rows:
+            raise UsageError(
+                f"--normalize-rows does not fit the {self.fmap.kind} map (it needs a data box)"
+            )
+        self.quantizer = build_quantizer(settings, self.fmap)
+        if self.quantizer is not None:
+            check_quantizer_fits_map(self.quantizer, self.fmap)  # before any pass
+        self._sample: np.ndarray | None = None
+
+    @property
+    def needs_pass1(self) -> bool:
+        f = self.fmap
+        return self.pre.needs_stats or f.needs_sample or f.needs_box or self.quantizer is None
+
+    @property
+    def needs_map_pass(self) -> bool:
+        return self.fmap.needs_pass
+
+    @property
+    def n_passes(self) -> int:
+        return int(self.needs_pass1) + int(self.needs_map_pass)
+
+    def new_pass1(self, record: bool = False) -> Pass1:
+        return Pass1(self.d, self.settings.sample_rows, self.settings.seed, record=record)
+
+    def finish_pass1(self, p1: Pass1 | None, where: str) -> None:
+        """Fit preprocessing and map from pass 1 (``None`` when no pass was needed)."""
+        fmap, d = self.fmap, self.d
+        if p1 is None:
+            fmap.fit(d)
+            return
+        if p1.n == 0:
+            raise InputError(f"{where}: no rows")
+        if fmap.needs_sample and p1.n < 2:
+            raise InputError(
+                f"{where}: {p1.n} row: gamma=auto needs at least 2 rows (give --gamma)"
+            )
+        self.pre.fit_stats(p1.stats)
+        self._sample = p1.sample.rows
+        if fmap.needs_box:
+            stats = p1.stats
+            corners = self.pre.transform(np.vstack([stats.min, stats.max]))  # affine per column
+            fmap.fit(d, box=(corners.min(0), corners.max(0)))
+        else:
+            fmap.fit(d, self.pre.transform(self._sample) if fmap.needs_sample else None)
+
+    def new_map_pass(self, row0: int = 0) -> RowReducer:
+        return RowReducer(self.fmap.pass_reductions, FIT_BLOCK, row0=row0)
+
+    def map_values(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        return self.fmap.pass_values(self.pre.transform(X))
+
+    def finish_map_pass(self, reducer: RowReducer, where: str) -> None:
+        if reducer.n == 0:
+            raise InputError(f"{where}: no rows")
+        self.fmap.finish_pass(reducer.totals(), reducer.n)
+
+    def encoder(self, columns: list[str]) -> Encoder:
+        quantizer = self.quantizer
+        if quantizer is None:
+            quantizer = fit_empirical(
+                self.fmap,
+                self.pre.transform(self._sample),
+                self.settings.bits or 2,
+                self.settings.seed,
+            )
+            quantizer.info["map_fingerprint"] = map_fingerprint(list(columns), self.pre, self.fmap)
+        return Encoder(
+            columns=list(columns), preprocess=self.pre, fmap=self.fmap, quantizer=quantizer
+        )
+
+
+def fit_empirical(
+    fmap: FeatureMap,
+    rows: np.ndarray,
+    bits: int,
+    seed: int,
+    n_values: int = EMPIRICAL_SAMPLE,
+    domain: str = "linear",
+    info: dict[str, Any] | None = None,
+) -> Quantizer:
+    """The empirical quantizer of ``fmap``'s raw values on preprocessed ``rows``: a hash
+    sample of ``n_values`` (row, feature) values (independent of chunking), then exact
+    Lloyd-Max (:class:`rfcli.quantize.empirical.EmpiricalQuantizer`)."""
+    from rfcli.quantize.empirical import EmpiricalQuantizer
+
+    z, _ = fmap.transform_raw(rows)
+    z = np.asarray(z, dtype=np.float64)
+    if z.size > n_values:
+        keys = keyed_uniform(seed, np.arange(z.shape[0]), z.shape[1]).ravel()
+        z = z.ravel()[np.argpartition(keys, n_values - 1)[:n_values]]
+    meta = {"sample_rows": int(len(rows)), "sample_seed": int(seed), **(info or {})}
+    return EmpiricalQuantizer.fit(z, bits, domain=domain, info=meta)
+
+
+def needed_passes(settings, fmap: FeatureMap) -> int:
+    """Passes over the input before the encode pass (0, 1 or 2)."""
+    first = (
+        settings.standardize
+        or fmap.needs_sample
+        or fmap.needs_box
+        or (
+            settings.quantizer_config is None
+            and (settings.quantizer or fmap.default_quantizer) == "empirical"
+        )
+    )
+    return int(bool(first)) + int(fmap.needs_pass)
