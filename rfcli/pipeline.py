@@ -49,6 +49,7 @@ class EncodeSettings:
     bits: int | None = None  # default: 2 for table quantizers, 1 for sign/binary, 32 for none
     quantizer: str | None = None  # default: the map's
     quantizer_config: dict[str, Any] | None = None  # from --quantizer-file
+    quantizer_domain: str = "auto"  # empirical quantizer: linear, log, or auto (by map and b)
     gamma: float | str = "auto"
     seed: int = 0
     normalize_rows: bool = False

@@ -59,6 +59,14 @@ from rfcli.quantize import DESIGNABLE
     "empirical = Lloyd-Max fitted on the map's own values (a row sample).",
 )
 @click.option(
+    "--quantizer-domain",
+    type=click.Choice(["auto", "linear", "log"]),
+    default="auto",
+    show_default=True,
+    help="--quantizer empirical: fit on the values or their logarithm; auto = log for "
+    "positive features at 3+ bits (smaller kernel error there), else linear.",
+)
+@click.option(
     "--quantizer-file",
     type=click.Path(dir_okay=False),
     help="Quantizer JSON from `rfcli fit-quantizer`.",
@@ -157,6 +165,7 @@ def encode_cmd(
     gamma,
     quantizer,
     quantizer_file,
+    quantizer_domain,
     seed,
     columns,
     label,
@@ -215,6 +224,7 @@ def encode_cmd(
         bits=bits,
         quantizer=quantizer,
         quantizer_config=_quantizer_file(quantizer_file) if quantizer_file else None,
+        quantizer_domain=quantizer_domain,
         gamma=gamma,
         seed=seed,
         normalize_rows=normalize_rows,

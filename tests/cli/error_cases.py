@@ -123,7 +123,7 @@ def _o(d, name="o.zarr"):
 CASES = [
     Case("missing-file", "input file does not exist",
          lambda d: ["encode", os.path.join(d, "missing.parquet"), "-o", _o(d)]),
-    Case("input-directory", "input path is a directory, not a file",
+    Case("input-directory", "input directory holds no Parquet files",
          lambda d: (os.makedirs(os.path.join(d, "dir.parquet")),
                     ["encode", os.path.join(d, "dir.parquet"), "-o", _o(d)])[1]),
     Case("unknown-format", "unknown input format",

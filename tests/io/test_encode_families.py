@@ -142,3 +142,16 @@ def test_quantizer_map_rules(tmp_path, letter_small):
             quantizer="empirical",
             normalize_rows=True,
         )
+
+
+def test_empirical_domain_auto_follows_the_measurement(tmp_path, letter_small):
+    kw = dict(kernel="positive", standardize=True, gamma=0.05, n_features=32, label="label")
+    r4 = run(letter_small, tmp_path / "a.zarr", bits=4, **kw)
+    r2 = run(letter_small, tmp_path / "b.zarr", bits=2, **kw)
+    rl = run(letter_small, tmp_path / "c.zarr", bits=4, quantizer_domain="linear", **kw)
+    assert r4.encoder.quantizer.info["domain"] == "log"
+    assert r2.encoder.quantizer.info["domain"] == "linear"
+    assert rl.encoder.quantizer.info["domain"] == "linear"
+    r = run(letter_small, tmp_path / "d.zarr", kernel="ntk", standardize=True, n_features=32,
+            bits=4, label="label")  # fmt: skip
+    assert r.encoder.quantizer.info["domain"] == "linear"
