@@ -323,8 +323,45 @@ def write_doc(res):
                 f"{r['rel_frobenius_normalized']:.4f} | {r['rel_spectral_scaled']:.4f} |"
             )
         L.append("")
+    L += OBSERVATIONS
     with open(DOC, "w") as f:
         f.write("\n".join(L))
+
+
+OBSERVATIONS = [
+    "## What the tables show",
+    "",
+    "* **TRF.** The fitted thresholds reproduce the target's generalized Gaussian moments",
+    "  d1, d2 to better than 1e-13 (tests: relu, abs, cos, sin, erf, tanh at tau = 0.25, 0.5,",
+    "  1). On optdigits (d = 64) TRF at 1.6 bits per feature is within 1 point of the",
+    "  full-precision target features at m = 4096 for all three targets (relu -0.85, cos",
+    "  -0.44, erf -0.58) and within about 2 points at m = 1024. On letter (d = 16) the gap",
+    "  is 3.5-4.6 points at m = 4096 (6.5-8.6 at m = 1024), so the issue's \"within 1 point",
+    "  on two sets\" holds on one of the two classification sets available. Seed 001's",
+    "  equivalence is asymptotic in the dimension (the kernels match spectrally when",
+    "  p, n grow together); letter's 16 non-negative integer features are far from that",
+    "  regime, and standardizing them first (tested) makes the gap larger, not smaller.",
+    "  TRF's storage is 20x below float32 and its projection needs no multiplications,",
+    "  but on a CPU the dense float32 GEMM of ternary weights beats a sparse product even",
+    "  at 90% zeros (table above), so encode keeps the GEMM.",
+    "* **NTK vs Gaussian RFF at 2 bits.** On letter at m = 4096 the NTK features (depth 1,",
+    "  empirical 2-bit quantizer) match 2-bit LM Gaussian RFF (91.8-92.0% vs 91.6%); on",
+    "  optdigits Gaussian RFF is ahead (99.2% vs 98.3-98.4%). Depth 2 is not better than",
+    "  depth 1 here. The 2-bit empirical quantizer costs the NTK features 1-2 points against",
+    "  float32 (letter 94.1% at m = 4096).",
+    "* **Modified order-1 features** have the smaller condition number in all six cells",
+    "  (e.g. letter m1 = 100: 14.5 vs 17.8; optdigits m1 = 300: 14.5 vs 15.0), as seed 004",
+    "  reports; the gain shrinks as m1 grows. Their kernel MSE is lower in 4 of 6 cells.",
+    "* **Positive features: linear vs log-domain quantizer.** At 4 bits the log-domain",
+    "  quantizer has the smaller plain and scaled-spectral error at every D; at 2 bits the",
+    "  linear one has the smaller plain error (it keeps the few large values that dominate",
+    "  the kernel), the log one the smaller normalized and spectral error. `encode",
+    "  --quantizer empirical` therefore fits in the log domain for positive features at 3",
+    "  bits or more (`--quantizer-domain auto`). These features are heavy-tailed: the plain",
+    "  float32 error does not fall monotonically with D (0.108, 0.104, 0.023 at D = 256,",
+    "  1024, 4096), as seed 002 warns (they need a larger D than cosine RFF).",
+    "",
+]
 
 
 def main():
