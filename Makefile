@@ -45,6 +45,8 @@ bench-all: bench
 	$(PY) bench/sweep_report.py
 	$(PY) bench/gp_report.py
 	$(PY) bench/families_report.py
+	$(PY) -m pip install --quiet -e '.[dask]'
+	$(PY) bench/dask_report.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
