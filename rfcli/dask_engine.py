@@ -175,8 +175,8 @@ def encode_dask(
 ):
     """``rfcli encode --engine dask``: see the module docstring."""
     from rfcli.io.readers import ParquetSource, iter_chunks, open_source, select_columns
-    from rfcli.io.store import FeatureStore, StoreWriter, prepare_output
-    from rfcli.pipeline import EncodeResult, resume_key
+    from rfcli.io.store import prepare_output
+    from rfcli.pipeline import EncodeResult, new_writer, resume_key, select_like
     from rfcli.progress import NullProgress
 
     progress = progress or NullProgress()
@@ -197,18 +197,7 @@ def encode_dask(
     client = cluster = None
     try:
         if like is not None:
-            ref = FeatureStore(like)
-            encoder = ref.encoder
-            ref_label = (ref.label_info or {}).get("name")
-            label = read.label or (ref_label if ref_label in source.names else None)
-            ids = read.ids or [i for i in ref.meta.get("ids", []) if i in source.names]
-            missing = [c for c in encoder.columns if c not in source.names]
-            if missing:
-                raise InputError(
-                    f"{input_path}: column(s) {', '.join(missing[:8])} of the store {like} "
-                    "are missing from the input"
-                )
-            sel = select_columns(source, encoder.columns, label, ids)
+            encoder, sel = select_like(source, like, read, input_path)
         else:
             sel = select_columns(source, read.columns, read.label, read.ids)
         n = source.num_rows
@@ -224,16 +213,8 @@ def encode_dask(
             if sel.label is not None and not source.numeric.get(sel.label, True):
                 classes = _local_classes(source, sel, read.chunk_rows)
         first = next(iter_chunks(source, sel, min(16, n), read.on_nan))  # label/id dtypes
-        writer = StoreWriter(
-            output,
-            encoder,
-            label=sel.label,
-            ids=sel.ids,
-            source={"path": os.path.basename(input_path), "columns": sel.features},
-            overwrite=overwrite,
-            resume_key=resume_key(input_path, settings, read, like),
-            chunk_rows=settings.store_chunk_rows if like is None else None,
-        )
+        key = resume_key(input_path, settings, read, like)
+        writer = new_writer(output, encoder, sel, input_path, overwrite, key, settings, like)
         try:
             writer.preallocate(n, first, classes)
             span = writer.chunk_rows * CHUNKS_PER_TASK

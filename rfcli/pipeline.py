@@ -211,33 +211,13 @@ def encode(
             if like is None:
                 sel = select_columns(source, read.columns, read.label, read.ids)
         if like is not None:
-            ref = FeatureStore(like)
-            encoder = ref.encoder
-            missing = [c for c in encoder.columns if c not in source.names]
-            if missing:
-                raise InputError(
-                    f"{input_path}: column(s) {', '.join(missing[:8])} of the store {like} "
-                    "are missing from the input"
-                )
-            ref_label = (ref.label_info or {}).get("name")
-            label = read.label or (ref_label if ref_label in source.names else None)
-            ids = read.ids or [i for i in ref.meta.get("ids", []) if i in source.names]
-            sel = select_columns(source, encoder.columns, label, ids)
+            encoder, sel = select_like(source, like, read, input_path)
         elif writer is None:
             sel = select_columns(source, read.columns, read.label, read.ids)
             encoder = fit_encoder(source, sel, settings, read, progress)
         t_fit = time.perf_counter() - t0
         if writer is None:
-            writer = StoreWriter(
-                output,
-                encoder,
-                label=sel.label,
-                ids=sel.ids,
-                source={"path": os.path.basename(input_path), "columns": sel.features},
-                overwrite=overwrite,
-                resume_key=key,
-                chunk_rows=settings.store_chunk_rows,
-            )
+            writer = new_writer(output, encoder, sel, input_path, overwrite, key, settings, like)
         try:
             _encode_loop(source, sel, read, encoder, writer, threads, progress)
             if writer.rows_written == 0:
@@ -254,6 +234,37 @@ def encode(
     finally:
         source.close()
     return EncodeResult(path, writer.n_rows, time.perf_counter() - t0, encoder, sel.skipped, t_fit)
+
+
+def select_like(source: Source, like: str, read: ReadSettings, input_path: str):
+    """The encoder of the store ``like`` and the input's columns for it (its label and id
+    columns are carried when the input has them)."""
+    ref = FeatureStore(like)
+    encoder = ref.encoder
+    missing = [c for c in encoder.columns if c not in source.names]
+    if missing:
+        raise InputError(
+            f"{input_path}: column(s) {', '.join(missing[:8])} of the store {like} "
+            "are missing from the input"
+        )
+    ref_label = (ref.label_info or {}).get("name")
+    label = read.label or (ref_label if ref_label in source.names else None)
+    ids = read.ids or [i for i in ref.meta.get("ids", []) if i in source.names]
+    return encoder, select_columns(source, encoder.columns, label, ids)
+
+
+def new_writer(output, encoder, sel, input_path, overwrite, key, settings, like):
+    """The store writer of an encode (both engines)."""
+    return StoreWriter(
+        output,
+        encoder,
+        label=sel.label,
+        ids=sel.ids,
+        source={"path": os.path.basename(input_path), "columns": sel.features},
+        overwrite=overwrite,
+        resume_key=key,
+        chunk_rows=settings.store_chunk_rows if like is None else None,
+    )
 
 
 def _budget_chunks(read, source, settings, like, memory, threads) -> ReadSettings:

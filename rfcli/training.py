@@ -101,17 +101,19 @@ def train(
     chunk_rows = max(256, min(8192, store.chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=cache)
     label_kind = (store.label_info or {}).get("kind")
-    with progress.task("reading labels", store.n_rows) as task:
-        chunks = []
-        for _, y in data.labels():
-            chunks.append(np.unique(y))
-            task.advance(len(y))
     if settings.model == "svm" and label_kind == "float" and settings.task != "classification":
         raise UsageError(
             "the SVM is a classifier and the label is real-valued: use --model krr for regression "
             "(or --task classification if the values are class codes)"
         )
-    targets = Targets.fit(chunks, settings.task, label_kind)
+    with progress.task("reading labels", store.n_rows) as task:
+
+        def label_chunks():  # consumed lazily: only the distinct values are kept
+            for _, y in data.labels():
+                task.advance(len(y))
+                yield y
+
+        targets = Targets.fit(label_chunks(), settings.task, label_kind)
     if settings.model == "svm" and targets.task != "classification":
         raise UsageError("the SVM is a classifier; use --model krr for a regression target")
     need = learner_need(settings.model, m, targets.n_outputs) + 3 * 4 * chunk_rows * m

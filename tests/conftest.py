@@ -43,3 +43,16 @@ def letter_matrix(n: int = 600) -> np.ndarray:
 def write_parquet(path, **cols) -> str:
     pq.write_table(pa.table(cols), path)
     return os.fspath(path)
+
+
+def tree_digest(path) -> dict[str, str]:
+    """SHA-256 of every file under ``path`` by relative name (whole-store comparisons)."""
+    import hashlib
+
+    out = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, path)] = hashlib.sha256(fh.read()).hexdigest()
+    return out

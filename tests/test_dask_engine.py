@@ -2,7 +2,6 @@
 local engine (multi-file Parquet input, a task that fails once), KRR statistics equal to
 floating-point reduction order, the same error messages on both engines."""
 
-import hashlib
 import os
 
 import numpy as np
@@ -15,18 +14,10 @@ from rfcli import EncodeSettings, ReadSettings, encode  # noqa: E402
 from rfcli.dask_engine import DaskSettings  # noqa: E402
 from rfcli.errors import InputError  # noqa: E402
 from rfcli.training import TrainSettings, train  # noqa: E402
+from tests.conftest import tree_digest as tree  # noqa: E402
 from tests.conftest import write_parquet  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def tree(path):
-    out = {}
-    for r, _, fs in os.walk(path):
-        for f in fs:
-            p = os.path.join(r, f)
-            out[os.path.relpath(p, path)] = hashlib.sha256(open(p, "rb").read()).hexdigest()
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,6 @@
 """Crash safety: kill a real `rfcli encode` (SIGKILL, SIGINT, SIGTERM) at points spread over
 the run, continue with --resume, and compare every file with an uninterrupted run."""
 
-import hashlib
 import json
 import os
 import signal
@@ -12,18 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import write_parquet
+from tests.conftest import tree_digest, write_parquet
 
 N_ROWS, STORE_CHUNK = 24_000, 400
-
-
-def tree_digest(path) -> dict[str, str]:
-    out = {}
-    for root, _, files in os.walk(path):
-        for f in files:
-            p = os.path.join(root, f)
-            out[os.path.relpath(p, path)] = hashlib.sha256(open(p, "rb").read()).hexdigest()
-    return out
 
 
 @pytest.fixture(scope="module")
