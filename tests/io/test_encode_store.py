@@ -250,3 +250,23 @@ def test_zarr_input(tmp_path, letter_small):
     assert a2.shape == X.shape
     run(tmp_path / "x2d.zarr", tmp_path / "from2d.zarr", n_features=32, gamma=0.1)
     assert FeatureStore(os.fspath(tmp_path / "from2d.zarr")).encoder.columns[0] == "x0"
+
+
+def test_memory_budget_changes_chunking_not_the_store(tmp_path, letter_small):
+    from rfcli.memory import parse_size
+
+    kw = dict(label="label", n_features=128, normalize_rows=True)
+    run(letter_small, tmp_path / "a.zarr", **kw)
+    res = encode(
+        os.fspath(letter_small),
+        os.fspath(tmp_path / "b.zarr"),
+        EncodeSettings(n_features=128, normalize_rows=True),
+        ReadSettings(label="label"),
+        memory=parse_size("1.5M"),  # about 300-row chunks
+        threads=2,
+    )
+    assert res.n_rows == 600
+    assert chunk_files_digest(tmp_path / "a.zarr") == chunk_files_digest(tmp_path / "b.zarr")
+    assert parse_size("1.5G") == 3 << 29 and parse_size("512k") == 512 << 10
+    with pytest.raises(Exception, match="not a size"):
+        parse_size("lots")
