@@ -262,7 +262,7 @@ def test_memory_budget_changes_chunking_not_the_store(tmp_path, letter_small):
         os.fspath(tmp_path / "b.zarr"),
         EncodeSettings(n_features=128, normalize_rows=True),
         ReadSettings(label="label"),
-        memory=parse_size("1.5M"),  # about 300-row chunks
+        memory=parse_size("3M"),  # about 500-row chunks
         threads=2,
     )
     assert res.n_rows == 600
