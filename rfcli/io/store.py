@@ -21,42 +21,19 @@ the row width, so codes are byte-identical whatever the reader's chunk size or t
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import zarr
-from zarr.codecs import Crc32cCodec, ZstdCodec
 
 from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
-from rfcli.errors import ConfigError, OutputError, StoreError, UsageError, first_line
+from rfcli.errors import ConfigError, StoreError, first_line
 from rfcli.registry import require
 
 FORMAT = "rfcli-feature-store"
 FORMAT_VERSION = 1
 ATTR = "rfcli"
-
-
-def store_chunk_rows(row_bytes: int) -> int:
-    """Rows per store chunk: about 4 MiB of codes, a power of two in [1024, 65536]."""
-    rows = max(1, (4 << 20) // max(row_bytes, 1))
-    return int(min(65536, max(1024, 1 << (rows.bit_length() - 1))))
-
-
-def _compressors():
-    return [ZstdCodec(level=3), Crc32cCodec()]
-
-
-def prepare_output(path: str, overwrite: bool) -> None:
-    if os.path.exists(path) and not overwrite:
-        raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise OutputError(f"{path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise OutputError(f"{path}: directory {parent} is not writable")
 
 
 def _check_meta(meta: dict) -> dict:
@@ -100,342 +77,6 @@ def _check_meta(meta: dict) -> dict:
         if kind == "category" and meta.get("complete"):
             require(label, "classes", list, "label")
     return layout
-
-
-def _remove_chunks_from(array_dir: str, first: int) -> None:
-    """Delete the chunk files of row-chunks >= ``first`` (zarr's resize keeps them)."""
-    root = os.path.join(array_dir, "c")
-    if not os.path.isdir(root):
-        return
-    for name in os.listdir(root):
-        if name.isdigit() and int(name) >= first:
-            p = os.path.join(root, name)
-            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
-
-
-def partial_path(path: str) -> str:
-    return path.rstrip("/") + ".partial"
-
-
-class StoreWriter:
-    """Append encoded chunks in order; :meth:`close` marks the store complete.
-
-    Checkpoints: after every flushed store chunk the metadata records ``rows_committed``
-    (and the label classes seen so far), so an interrupted encode can be continued with
-    :meth:`resume`; these resume fields are dropped when the store completes, so a resumed
-    store is byte-identical to an uninterrupted one."""
-
-    def __init__(
-        self,
-        path: str,
-        encoder: Encoder,
-        *,
-        label: str | None = None,
-        ids: list[str] | None = None,
-        source: dict[str, Any] | None = None,
-        overwrite: bool = False,
-        resume_key: str | None = None,
-        chunk_rows: int | None = None,
-    ):
-        prepare_output(path, overwrite)
-        self.path = path
-        self.tmp = partial_path(path)
-        if os.path.exists(self.tmp):
-            shutil.rmtree(self.tmp)
-        self.encoder = encoder
-        if chunk_rows is not None and (isinstance(chunk_rows, bool) or chunk_rows < 1):
-            raise UsageError(f"--store-chunk-rows must be a positive integer, got {chunk_rows}")
-        self.chunk_rows = int(chunk_rows or store_chunk_rows(encoder.row_bytes))
-        self.label_name = label
-        self.id_names = list(ids or [])
-        self.classes: list | None = None
-        self._class_index: dict = {}
-        self.n_rows = 0
-        self._buf: list[tuple[EncodedChunk, np.ndarray | None, dict]] = []
-        self._buf_rows = 0
-        self._arrays: dict[str, zarr.Array] = {}
-        try:
-            self.group = zarr.open_group(self.tmp, mode="w")
-        except OSError as e:
-            raise OutputError(f"{self.tmp}: cannot create ({e})") from None
-        config, arrays = encoder.to_state()
-        for key, arr in arrays.items():
-            self.group.create_array(f"encoder/{key}", data=np.ascontiguousarray(arr))
-        rb = encoder.row_bytes
-        self._new("codes", (rb,), np.uint8, chunk_cols=rb)
-        self._new("norms", (), np.float32)
-        if encoder.fmap.uses_row_scale:
-            self._new("row_scale", (), np.float32)
-        self.meta = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "rfcli_version": __version__,
-            "encoder": config,
-            "encoder_arrays": sorted(arrays),
-            "fingerprint": encoder.fingerprint(),
-            "layout": {
-                "n_features": encoder.n_features,
-                "bits": encoder.quantizer.bits_per_feature,
-                "row_bytes": rb,
-                "codes": encoder.quantizer.code_layout,
-                "chunk_rows": self.chunk_rows,
-            },
-            "label": None,
-            "ids": self.id_names,
-            "source": source or {},
-            "n_rows": 0,
-            "complete": False,
-            "rows_committed": 0,
-            "resume_key": resume_key,
-        }
-        self.group.attrs[ATTR] = self.meta
-
-    @classmethod
-    def resume(cls, path: str, resume_key: str, overwrite: bool = False) -> StoreWriter | None:
-        """Reopen the partial store of an interrupted encode of ``path``: its arrays are cut
-        back to the last checkpoint and writing continues from there.  ``resume_key`` must
-        match the one the encode started with (same input and settings).  None when the
-        partial store has no checkpoint yet (start over)."""
-        prepare_output(path, overwrite)
-        tmp = partial_path(path)
-        try:
-            group = zarr.open_group(tmp, mode="r+")
-            meta = dict(group.attrs)[ATTR]
-        except Exception as e:
-            raise StoreError(f"{tmp}: cannot resume from it ({first_line(e)})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise StoreError(f"{tmp}: not a partial rfcli store")
-        if meta.get("resume_key") != resume_key:
-            raise UsageError(
-                f"{tmp} was started with another input or other settings; run the same "
-                "command as the interrupted one, or drop --resume to start over"
-            )
-        if not meta.get("rows_committed"):
-            return None
-        self = cls.__new__(cls)
-        self.path, self.tmp, self.group, self.meta = path, tmp, group, meta
-        self.encoder = FeatureStore(tmp, require_complete=False).encoder
-        self.chunk_rows = int(meta["layout"]["chunk_rows"])
-        label = meta.get("label")
-        self.label_name = label["name"] if label else None
-        self.id_names = list(meta.get("ids", []))
-        partial_classes = (label or {}).get("classes_partial")
-        self.classes = None if partial_classes is None else list(partial_classes)
-        self._class_index = {c: i for i, c in enumerate(self.classes or [])}
-        self.n_rows = int(meta.get("rows_committed", 0))
-        self._buf, self._buf_rows = [], 0
-        self._arrays = {}
-        names = ["codes", "norms", "row_scale", "label", *(f"ids/{k}" for k in self.id_names)]
-        for name in names:
-            if name in group:
-                arr = group[name]
-                arr.resize((self.n_rows, *arr.shape[1:]))  # drop rows after the checkpoint
-                _remove_chunks_from(os.path.join(tmp, name), self.n_rows // self.chunk_rows)
-                self._arrays[name] = arr
-        if self.classes is not None and self.classes and label.get("kind") != "category":
-            raise StoreError(f"{tmp}: inconsistent label metadata; drop --resume")
-        return self
-
-    def _new(self, name, tail_shape, dtype, chunk_cols=None):
-        shape = (0, *tail_shape)
-        chunks = (self.chunk_rows, *tail_shape)
-        self._arrays[name] = self.group.create_array(
-            name,
-            shape=shape,
-            chunks=chunks,
-            dtype=dtype,
-            compressors=_compressors(),
-            fill_value="" if dtype is str else 0,
-        )
-
-    # -- labels and ids ------------------------------------------------------------------
-    def _label_values(self, label: np.ndarray) -> np.ndarray:
-        if "label" not in self._arrays:
-            if label.dtype == object:
-                kind, dtype = "category", np.int32
-                self.classes = []
-            elif label.dtype.kind in "iub":
-                kind, dtype = "int", np.int64
-            else:
-                kind, dtype = "float", np.float64
-            self._new("label", (), dtype)
-            self.meta["label"] = {"name": self.label_name, "kind": kind}
-        if self.classes is not None:
-            out = np.empty(len(label), dtype=np.int32)
-            for i, v in enumerate(label):
-                code = self._class_index.get(v)
-                if code is None:
-                    code = self._class_index[v] = len(self.classes)
-                    self.classes.append(v)
-                out[i] = code
-            return out
-        return label.astype(self._arrays["label"].dtype)
-
-    def _id_values(self, name: str, values: np.ndarray) -> np.ndarray:
-        key = f"ids/{name}"
-        if key not in self._arrays:
-            self._new(key, (), str if values.dtype == object else values.dtype)
-        dt = self._arrays[key].dtype
-        if values.dtype == object:
-            return np.asarray([str(v) for v in values], dtype=str)
-        return (
-            values.astype(np.float64 if dt.kind == "f" else dt)
-            if dt.kind in "iuf"
-            else values.astype(str)
-        )
-
-    # -- writing -------------------------------------------------------------------------
-    def write(
-        self, enc: EncodedChunk, label: np.ndarray | None = None, ids: dict | None = None
-    ) -> None:
-        if enc.row0 != self.n_rows + self._buf_rows:
-            raise RuntimeError(f"chunk starting at row {enc.row0} written out of order")
-        lab = self._label_values(label) if label is not None and self.label_name else None
-        idv = {k: self._id_values(k, v) for k, v in (ids or {}).items()}
-        self._buf.append((enc, lab, idv))
-        self._buf_rows += enc.packed.shape[0]
-        while self._buf_rows >= self.chunk_rows:
-            self._flush(self.chunk_rows)
-
-    def _flush(self, rows: int) -> None:
-        def cat(get):
-            return np.concatenate([get(b) for b in self._buf])
-
-        cols: dict[str, np.ndarray] = {
-            "codes": cat(lambda b: b[0].packed),
-            "norms": cat(lambda b: b[0].norms),
-        }
-        if "row_scale" in self._arrays:
-            cols["row_scale"] = cat(lambda b: b[0].row_scale)
-        if self._buf[0][1] is not None:
-            cols["label"] = cat(lambda b: b[1])
-        for k in self.id_names:
-            cols[f"ids/{k}"] = cat(lambda b, k=k: b[2][k])
-        start, stop = self.n_rows, self.n_rows + rows
-        rest = []
-        for name, data in cols.items():
-            arr = self._arrays[name]
-            arr.resize((stop, *arr.shape[1:]))
-            arr[start:stop] = data[:rows]
-        total = cols["codes"].shape[0]
-        if total > rows:
-            tail = EncodedChunk(
-                stop,
-                cols["codes"][rows:],
-                cols["norms"][rows:],
-                cols["row_scale"][rows:] if "row_scale" in cols else None,
-            )
-            rest = [
-                (
-                    tail,
-                    cols["label"][rows:] if "label" in cols else None,
-                    {k: cols[f"ids/{k}"][rows:] for k in self.id_names},
-                )
-            ]
-        self._buf = rest
-        self._buf_rows = total - rows
-        self.n_rows = stop
-        self._checkpoint()
-
-    def _checkpoint(self) -> None:
-        self.meta["rows_committed"] = self.n_rows
-        if self.meta["label"] is not None and self.classes is not None:
-            self.meta["label"]["classes_partial"] = [str(c) for c in self.classes]
-        self.group.attrs[ATTR] = self.meta
-
-    @property
-    def rows_written(self) -> int:
-        return self.n_rows + self._buf_rows
-
-    # -- parallel writing (the Dask engine) ----------------------------------------------
-    def preallocate(self, n_rows: int, first, classes: list | None) -> None:
-        """Size every array for ``n_rows`` rows so that tasks can fill disjoint, chunk-aligned
-        row ranges with :class:`RegionWriter`.  ``first`` is the input's first chunk (it
-        decides label and id dtypes, as in the sequential writer); ``classes`` the category
-        label's classes in order of first appearance over the whole input."""
-        if first.label is not None and self.label_name:
-            self._label_values(first.label[:0])
-            if self.classes is not None:
-                self.classes = list(classes or [])
-                self._class_index = {c: i for i, c in enumerate(self.classes)}
-        for k, v in (first.ids or {}).items():
-            self._id_values(k, v[:1])
-        for arr in self._arrays.values():
-            arr.resize((n_rows, *arr.shape[1:]))
-        self.n_rows = 0
-        self._checkpoint()  # records the label kind and classes for the tasks
-
-    def finish_parallel(self, n_rows: int) -> str:
-        """Complete a store whose rows were all written by RegionWriters."""
-        self.n_rows = n_rows
-        self._buf, self._buf_rows = [], 0
-        return self.close()
-
-    def close(self) -> str:
-        """Flush, write the completion marker last, and move the store into place."""
-        if self._buf_rows:
-            self._flush(self._buf_rows)
-        if self.n_rows == 0:
-            self.abort()
-            raise StoreError(f"{self.path}: no rows to write (empty input)")
-        if self.meta["label"] is not None and self.classes is not None:
-            self.meta["label"].pop("classes_partial", None)
-            self.meta["label"]["classes"] = [str(c) for c in self.classes]
-        self.meta.pop("rows_committed", None)
-        self.meta.pop("resume_key", None)
-        self.meta["n_rows"] = self.n_rows
-        self.meta["complete"] = True
-        self.group.attrs[ATTR] = self.meta
-        if os.path.exists(self.path):
-            old = self.path.rstrip("/") + ".old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(self.path, old)
-            os.replace(self.tmp, self.path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(self.tmp, self.path)
-        return self.path
-
-    def abort(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-class RegionWriter:
-    """Writes encoded rows at their global row positions into a preallocated partial store;
-    one per Dask task, each owning whole store chunks (no two tasks touch one chunk)."""
-
-    def __init__(self, tmp: str):
-        self.group = zarr.open_group(tmp, mode="r+")
-        meta = dict(self.group.attrs)[ATTR]
-        label = meta.get("label") or {}
-        self.category = label.get("kind") == "category"
-        self.class_index = {c: i for i, c in enumerate(label.get("classes_partial", []))}
-        self.arrays = {k: self.group[k] for k in ("codes", "norms", "row_scale", "label")
-                       if k in self.group}  # fmt: skip
-        self.id_arrays = {k: self.group[f"ids/{k}"] for k in meta.get("ids", [])}
-
-    def write(self, enc: EncodedChunk, label: np.ndarray | None, ids: dict) -> None:
-        r0, r1 = enc.row0, enc.row0 + enc.packed.shape[0]
-        self.arrays["codes"][r0:r1] = enc.packed
-        self.arrays["norms"][r0:r1] = enc.norms
-        if enc.row_scale is not None:
-            self.arrays["row_scale"][r0:r1] = enc.row_scale
-        if label is not None and "label" in self.arrays:
-            arr = self.arrays["label"]
-            if self.category:
-                try:
-                    codes = np.array([self.class_index[str(v)] for v in label], dtype=np.int32)
-                except KeyError as e:
-                    raise StoreError(f"label {e.args[0]!r} was not seen when fitting") from None
-                arr[r0:r1] = codes
-            else:
-                arr[r0:r1] = label.astype(arr.dtype)
-        for k, v in (ids or {}).items():
-            arr = self.id_arrays[k]
-            if v.dtype == object or arr.dtype.kind not in "iuf":
-                arr[r0:r1] = np.asarray([str(x) for x in v], dtype=str)
-            else:
-                arr[r0:r1] = v.astype(np.float64 if arr.dtype.kind == "f" else arr.dtype)
 
 
 class FeatureStore:
@@ -587,3 +228,25 @@ class FeatureStore:
     def codes_nbytes_on_disk(self) -> int:
         p = os.path.join(self.path, "codes")
         return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(p) for f in fs)
+
+
+# the writers live in rfcli.io.store_write; importable from here as before
+from rfcli.io.store_write import (  # noqa: E402
+    RegionWriter,
+    StoreWriter,
+    partial_path,
+    prepare_output,
+    store_chunk_rows,
+)
+
+__all__ = [
+    "ATTR",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "FeatureStore",
+    "RegionWriter",
+    "StoreWriter",
+    "partial_path",
+    "prepare_output",
+    "store_chunk_rows",
+]
