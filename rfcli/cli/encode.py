@@ -191,7 +191,8 @@ def encode_cmd(
     overwrite,
     **family,
 ):
-    """Encode INPUT (Parquet, CSV, Zarr; '-' = CSV on stdin) into a bit-packed feature store.
+    """Encode INPUT (a Parquet file, directory or glob of Parquet files, CSV, Zarr; '-' = CSV
+    on stdin) into a bit-packed feature store.
 
     Rows are read in chunks, preprocessed, mapped through m random features, quantized
     to b bits and packed into a Zarr store; memory stays bounded by --chunk-rows.
