@@ -31,19 +31,19 @@ lint: install
 	$(VENV)/bin/ruff check rfcli tests bench
 	$(VENV)/bin/ruff format --check rfcli tests bench
 
-# benchmarks (about 20 minutes on 2 cores): rfcli vs scikit-learn (docs/benchmarks.md),
-# profiles (docs/profile.md), the encode report, training memory as rows grow
+# benchmarks (about 30 minutes on 2 cores): rfcli vs scikit-learn and memory as rows grow
+# (docs/benchmarks.md), profiles (docs/profile.md), the encode report
 bench: install
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) bench/benchmarks.py
 	$(PY) bench/profile_report.py
 	$(PY) bench/encode_report.py
-	$(PY) bench/train_memory.py
 
 # everything, including the accuracy-vs-bits sweeps (about an hour on 2 cores) and GPR
 bench-all: bench
 	$(PY) bench/sweep_report.py
 	$(PY) bench/gp_report.py
+	$(PY) bench/train_memory.py
 	$(PY) bench/families_report.py
 	$(PY) -m pip install --quiet -e '.[dask]'
 	$(PY) bench/dask_report.py

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from rfcli.errors import InputError, UsageError
 
@@ -75,11 +74,11 @@ def _encode_task(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows) -> in
 
 def _read_range(src, sel, start, stop, chunk_rows, on_nan, path):
     """Chunks of global rows ``start .. stop-1`` (NaN policy and messages as locally)."""
-    from rfcli.io.readers import _make_chunk
+    from rfcli.io.readers import make_chunk
 
     for a in range(start, stop, chunk_rows):
         b = min(a + chunk_rows, stop)
-        yield _make_chunk(src.read_rows(sel.all, a, b), sel, a, a, on_nan, path)
+        yield make_chunk(src.read_rows(sel.all, a, b), sel, a, a, on_nan, path)
 
 
 def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
@@ -91,13 +90,14 @@ def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
     src = ParquetSource(path)
     try:
         if stage == "labels":
-            seen: dict = {}
-            for a in range(start, stop, chunk_rows):
-                col = src.read_rows([sel.label], a, min(a + chunk_rows, stop))[sel.label]
-                for v in col:
-                    seen.setdefault(v, None)
-            return list(seen)
-        part = fitter.new_pass1(record=True) if stage == "pass1" else fitter.new_map_pass(start)
+            return _first_appearance(
+                src.read_rows([sel.label], a, min(a + chunk_rows, stop))[sel.label]
+                for a in range(start, stop, chunk_rows)
+            )
+        if stage == "pass1":
+            part = fitter.new_pass1(len(sel.features), record=True)
+        else:
+            part = fitter.new_map_pass(start)
         for ch in _read_range(src, sel, start, stop, chunk_rows, on_nan, path):
             if stage == "pass1":
                 part.update(ch.row0, ch.X)
@@ -108,58 +108,79 @@ def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
         src.close()
 
 
-def _in_order(client, futures, progress=None, title="", total=None, sizes=None):
-    """Results of ``futures`` in submission (row) order; progress as tasks complete.  The
-    first failure in row order is raised, as the local engine would report it."""
+def _first_appearance(parts) -> list:
+    """Distinct values in order of first appearance over an iterable of sequences."""
+    seen: dict = {}
+    for part in parts:
+        for v in part:
+            seen.setdefault(v, None)
+    return list(seen)
+
+
+def _in_order(futures, progress, title, sizes):
+    """Results of ``futures`` in submission (row) order; progress as tasks complete (by
+    ``sizes``, rows per task).  The first failure in row order is raised, as the local
+    engine would report it."""
     from distributed import as_completed, wait
 
-    if progress is not None:
-        with progress.task(title, total) as task:
-            for fut in as_completed(futures):
-                if fut.status == "finished":
-                    task.advance(sizes[futures.index(fut)] if sizes else 1)
+    size_of = {f.key: s for f, s in zip(futures, sizes, strict=True)}
+    with progress.task(title, sum(sizes)) as task:
+        for fut in as_completed(futures):
+            if fut.status == "finished":
+                task.advance(size_of[fut.key])
     wait(futures)
     return [f.result() for f in futures]
 
 
-def _fit_dask(client, path, source, sel, settings, read, dask, progress):
-    """The encoder and label classes, every pass a distributed reduction whose partial
-    results merge in row order exactly as one local pass (see rfcli.fitting)."""
-    from rfcli.fitting import FIT_BLOCK, EncoderFitter, Pass1
-    from rfcli.maps import RowReducer
+def _fit_stage(client, path, sel, fitter, stage, n, read, dask, progress, title):
+    """One fitting pass as tasks over row ranges that start on 4096-row boundaries; the
+    partial results in row order."""
+    from rfcli.fitting import FIT_BLOCK
 
-    n = source.num_rows
     span = FIT_BLOCK * max(1, 65536 // FIT_BLOCK)
     ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
-    sizes = [b - a for a, b in ranges]
     chunk = min(read.chunk_rows, span)
-    fitter = EncoderFitter(settings, len(sel.features))
+    fut_fitter = client.scatter(fitter, broadcast=True) if fitter is not None else None
+    futures = [
+        client.submit(_fit_task, path, sel, fut_fitter, stage, a, b, read.on_nan, chunk,
+                      retries=dask.retries, pure=False)
+        for a, b in ranges
+    ]  # fmt: skip
+    return _in_order(futures, progress, title, [b - a for a, b in ranges])
+
+
+def _label_classes(client, path, source, sel, read, dask, progress) -> list | None:
+    """A category label's classes in order of first appearance (None otherwise)."""
+    if sel.label is None or source.numeric.get(sel.label, True):
+        return None
+    parts = _fit_stage(client, path, sel, None, "labels", source.num_rows, read, dask, progress,
+                       "label classes (dask)")  # fmt: skip
+    return _first_appearance(parts)
+
+
+def _fit_dask(client, path, source, sel, settings, read, dask, progress):
+    """The encoder, every pass a distributed reduction whose partial results merge in row
+    order exactly as one local pass (see rfcli.fitting)."""
+    from rfcli.fitting import EncoderFitter, Pass1
+    from rfcli.maps import RowReducer
+
+    fitter = EncoderFitter(settings)
+    d = len(sel.features)
 
     def run(stage, title):
-        fut_fitter = client.scatter(fitter, broadcast=True)
-        futures = [
-            client.submit(_fit_task, path, sel, fut_fitter, stage, a, b, read.on_nan, chunk,
-                          retries=dask.retries, pure=False)
-            for a, b in ranges
-        ]  # fmt: skip
-        return _in_order(client, futures, progress, title, n, sizes)
+        return _fit_stage(client, path, sel, fitter, stage, source.num_rows, read, dask,
+                          progress, title)  # fmt: skip
 
     stages = fitter.n_passes + 1
     if fitter.needs_pass1:
-        fitter.finish_pass1(Pass1.merge_ordered(run("pass1", f"fitting (dask, 1/{stages})")), path)
+        parts = run("pass1", f"fitting (dask, 1/{stages})")
+        fitter.finish_pass1(Pass1.merge_ordered(parts), d, path)
     else:
-        fitter.finish_pass1(None, path)
+        fitter.finish_pass1(None, d, path)
     if fitter.needs_map_pass:
         parts = run("map", f"fitting (dask, {fitter.n_passes}/{stages})")
         fitter.finish_map_pass(RowReducer.merge_ordered(parts), path)
-    classes = None
-    if sel.label is not None and not source.numeric.get(sel.label, True):
-        seen: dict = {}
-        for part in run("labels", "label classes (dask)"):
-            for v in part:
-                seen.setdefault(v, None)
-        classes = list(seen)
-    return fitter.encoder(sel.features), classes
+    return fitter.encoder(sel.features)
 
 
 def encode_dask(
@@ -205,13 +226,8 @@ def encode_dask(
             raise InputError(f"{input_path}: no rows to encode (empty input)")
         client, cluster = _client(dask)
         if like is None:
-            encoder, classes = _fit_dask(
-                client, input_path, source, sel, settings, read, dask, progress
-            )
-        else:
-            classes = None
-            if sel.label is not None and not source.numeric.get(sel.label, True):
-                classes = _local_classes(source, sel, read.chunk_rows)
+            encoder = _fit_dask(client, input_path, source, sel, settings, read, dask, progress)
+        classes = _label_classes(client, input_path, source, sel, read, dask, progress)
         first = next(iter_chunks(source, sel, min(16, n), read.on_nan))  # label/id dtypes
         key = resume_key(input_path, settings, read, like)
         writer = new_writer(output, encoder, sel, input_path, overwrite, key, settings, like)
@@ -234,14 +250,6 @@ def encode_dask(
     return EncodeResult(path, n, time.perf_counter() - t0, encoder, sel.skipped)
 
 
-def _local_classes(source, sel, chunk_rows) -> list:
-    seen: dict = {}
-    for batch in source.batches([sel.label], chunk_rows):
-        for v in batch[sel.label]:
-            seen.setdefault(v, None)
-    return list(seen)
-
-
 def _run_encode_tasks(client, path, sel, encoder, tmp, n, span, read, dask, progress):
     enc = client.scatter(encoder, broadcast=True)
     chunk = min(read.chunk_rows, span)
@@ -251,19 +259,19 @@ def _run_encode_tasks(client, path, sel, encoder, tmp, n, span, read, dask, prog
                       retries=dask.retries, pure=False)
         for a, b in ranges
     ]  # fmt: skip
-    _in_order(client, futures, progress, "encoding (dask)", n, [b - a for a, b in ranges])
+    _in_order(futures, progress, "encoding (dask)", [b - a for a, b in ranges])
 
 
 # -- training ---------------------------------------------------------------------------------
-def _ridge_task(store_path, normalized, start, stop, k_targets, seed, val_fraction, tune):
+def _ridge_task(store_path, normalized, chunk_rows, start, stop, targets, seed, val_fraction,
+                tune):  # fmt: skip
     """Worker side: least-squares statistics of rows ``start .. stop-1``."""
     from rfcli.io.store import FeatureStore
     from rfcli.learn.data import StoreData, validation_mask
     from rfcli.learn.ridge import RidgeStats
 
     store = FeatureStore(store_path)
-    data = StoreData(store, normalized, cache_bytes=0)
-    targets = k_targets
+    data = StoreData(store, normalized, chunk_rows=chunk_rows, cache_bytes=0)
     m = data.encoder.n_features
     fit, val = RidgeStats(m, targets.n_outputs), RidgeStats(m, targets.n_outputs)
     for batch in data.batches(start=start, stop=stop):
@@ -283,17 +291,19 @@ def _add_pair(a, b):
     return a
 
 
-def ridge_stats_dask(store, data, targets, s, dask: DaskSettings, progress) -> tuple[Any, Any]:
-    """The (fit, validation) RidgeStats of the whole store, per-task statistics summed by a
-    tree reduction on the cluster."""
+def ridge_stats_dask(data, targets, s, tune: bool, dask: DaskSettings, progress):
+    """The (fit, validation) RidgeStats of the store behind ``data`` (a StoreData), as
+    :func:`rfcli.training._split_stats` computes them locally, per-task statistics summed
+    by a tree reduction on the cluster."""
+    store = data.store
     client, cluster = _client(dask)
     try:
         span = max(store.chunk_rows, data.chunk_rows) * CHUNKS_PER_TASK
-        tune = s.alpha == "auto" and s.val_fraction > 0
         futures = [
             client.submit(
-                _ridge_task, store.path, s.normalized, a, min(a + span, store.n_rows), targets,
-                s.seed, s.val_fraction, tune, retries=dask.retries, pure=False,
+                _ridge_task, store.path, s.normalized, data.chunk_rows, a,
+                min(a + span, store.n_rows), targets, s.seed, s.val_fraction, tune,
+                retries=dask.retries, pure=False,
             )
             for a in range(0, store.n_rows, span)
         ]  # fmt: skip

@@ -109,12 +109,13 @@ class Pass1:
 
 
 class EncoderFitter:
-    """Builds an :class:`Encoder` from ``settings`` (an EncodeSettings) for ``d`` inputs;
-    the caller makes the passes it asks for (``needs_pass1``, ``needs_map_pass``)."""
+    """Builds an :class:`Encoder` from ``settings`` (an EncodeSettings); the caller makes
+    the passes it asks for (``needs_pass1``, ``needs_map_pass``).  Constructing one is
+    cheap and checks the map/quantizer choice, so callers use it to plan passes before
+    the input's columns are known."""
 
-    def __init__(self, settings, d: int, fmap: FeatureMap | None = None):
+    def __init__(self, settings, fmap: FeatureMap | None = None):
         self.settings = settings
-        self.d = d
         self.fmap = fmap or make_map(
             settings.kernel,
             settings.n_features,
@@ -147,12 +148,13 @@ class EncoderFitter:
     def n_passes(self) -> int:
         return int(self.needs_pass1) + int(self.needs_map_pass)
 
-    def new_pass1(self, record: bool = False) -> Pass1:
-        return Pass1(self.d, self.settings.sample_rows, self.settings.seed, record=record)
+    def new_pass1(self, d: int, record: bool = False) -> Pass1:
+        return Pass1(d, self.settings.sample_rows, self.settings.seed, record=record)
 
-    def finish_pass1(self, p1: Pass1 | None, where: str) -> None:
-        """Fit preprocessing and map from pass 1 (``None`` when no pass was needed)."""
-        fmap, d = self.fmap, self.d
+    def finish_pass1(self, p1: Pass1 | None, d: int, where: str) -> None:
+        """Fit preprocessing and map for ``d`` inputs from pass 1 (``None`` when no pass
+        was needed)."""
+        fmap = self.fmap
         if p1 is None:
             fmap.fit(d)
             return
@@ -232,17 +234,3 @@ def fit_empirical(
         z = z.ravel()[np.argpartition(keys, n_values - 1)[:n_values]]
     meta = {"sample_rows": int(len(rows)), "sample_seed": int(seed), **(info or {})}
     return EmpiricalQuantizer.fit(z, bits, domain=domain, info=meta)
-
-
-def needed_passes(settings, fmap: FeatureMap) -> int:
-    """Passes over the input before the encode pass (0, 1 or 2)."""
-    first = (
-        settings.standardize
-        or fmap.needs_sample
-        or fmap.needs_box
-        or (
-            settings.quantizer_config is None
-            and (settings.quantizer or fmap.default_quantizer) == "empirical"
-        )
-    )
-    return int(bool(first)) + int(fmap.needs_pass)

@@ -16,15 +16,7 @@ from typing import Any
 
 from rfcli.encoder import Encoder, map_fingerprint
 from rfcli.errors import InputError, Interrupted, UsageError
-from rfcli.fitting import (  # noqa: F401  (re-exported: the pipeline's public helpers)
-    EMPIRICAL_SAMPLE,
-    BottomK,
-    EncoderFitter,
-    build_quantizer,
-    default_bits,
-    fit_empirical,
-    needed_passes,
-)
+from rfcli.fitting import EMPIRICAL_SAMPLE, BottomK, EncoderFitter, fit_empirical
 from rfcli.io.readers import (
     Chunk,
     Selection,
@@ -34,7 +26,7 @@ from rfcli.io.readers import (
     select_columns,
 )
 from rfcli.io.store import FeatureStore, StoreWriter, partial_path
-from rfcli.maps import FeatureMap, make_map
+from rfcli.maps import FeatureMap
 from rfcli.progress import NullProgress, Progress
 from rfcli.quantize import Quantizer
 from rfcli.quantize.base import check_bits
@@ -93,17 +85,18 @@ def fit_encoder(
 ) -> Encoder:
     """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe), making
     the passes over the input that :class:`rfcli.fitting.EncoderFitter` asks for."""
-    fitter = EncoderFitter(settings, len(sel.features), fmap)
+    fitter = EncoderFitter(settings, fmap)
+    d = len(sel.features)
     total = fitter.n_passes + 1
     if fitter.needs_pass1:
-        p1 = fitter.new_pass1()
+        p1 = fitter.new_pass1(d)
         with progress.task(f"fitting (pass 1/{total})", source.num_rows) as t:
             for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
                 p1.update(ch.row0, ch.X)
                 t.advance(len(ch))
-        fitter.finish_pass1(p1, source.path)
+        fitter.finish_pass1(p1, d, source.path)
     else:
-        fitter.finish_pass1(None, source.path)
+        fitter.finish_pass1(None, d, source.path)
     if fitter.needs_map_pass:
         reducer = fitter.new_map_pass()
         with progress.task(f"fitting (pass {fitter.n_passes}/{total})", source.num_rows) as t:
@@ -186,15 +179,9 @@ def encode(
 
     prepare_output(output, overwrite)
     t0 = time.perf_counter()
-    if like is None:
-        probe = make_map(
-            settings.kernel,
-            settings.n_features,
-            settings.gamma,
-            settings.seed,
-            **settings.map_options,
-        )
-    needs_pass = like is None and needed_passes(settings, probe) > 0
+    # the map (one object, fitted later) and the passes it needs; checks the quantizer early
+    planner = EncoderFitter(settings) if like is None else None
+    needs_pass = planner is not None and planner.n_passes > 0
     writer = None
     if resume and input_path == "-":
         raise UsageError("--resume needs a file input (stdin cannot be read again)")
@@ -204,7 +191,7 @@ def encode(
         writer = StoreWriter.resume(output, key, overwrite=overwrite)
     source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
     if memory is not None:
-        read = _budget_chunks(read, source, settings, like, memory, threads)
+        read = _budget_chunks(read, source, planner, like, memory, threads)
     try:
         if writer is not None:
             encoder = writer.encoder
@@ -214,7 +201,7 @@ def encode(
             encoder, sel = select_like(source, like, read, input_path)
         elif writer is None:
             sel = select_columns(source, read.columns, read.label, read.ids)
-            encoder = fit_encoder(source, sel, settings, read, progress)
+            encoder = fit_encoder(source, sel, settings, read, progress, fmap=planner.fmap)
         t_fit = time.perf_counter() - t0
         if writer is None:
             writer = new_writer(output, encoder, sel, input_path, overwrite, key, settings, like)
@@ -267,7 +254,7 @@ def new_writer(output, encoder, sel, input_path, overwrite, key, settings, like)
     )
 
 
-def _budget_chunks(read, source, settings, like, memory, threads) -> ReadSettings:
+def _budget_chunks(read, source, planner, like, memory, threads) -> ReadSettings:
     from dataclasses import replace
 
     from rfcli.memory import encode_chunk_rows
@@ -277,10 +264,7 @@ def _budget_chunks(read, source, settings, like, memory, threads) -> ReadSetting
         d, fmap, row_bytes = len(enc.columns), enc.fmap, enc.row_bytes
     else:
         d = len(read.columns) if read.columns else len(source.names)
-        fmap = make_map(
-            settings.kernel, settings.n_features, settings.gamma, settings.seed,
-            **settings.map_options,
-        )  # fmt: skip
+        fmap = planner.fmap
         row_bytes = 4 * fmap.n_features  # at most float32 features
     rows = encode_chunk_rows(memory, d, fmap.n_features, row_bytes, threads, fmap.estimate_bytes(d))
     return replace(read, chunk_rows=min(read.chunk_rows, rows))

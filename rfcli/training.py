@@ -178,9 +178,7 @@ def _train_ridge(data: StoreData, targets: Targets, s: TrainSettings, progress: 
     if s.engine == "dask":
         from rfcli.dask_engine import DaskSettings, ridge_stats_dask
 
-        fit, val = ridge_stats_dask(
-            data.store, data, targets, s, s.dask or DaskSettings(), progress
-        )
+        fit, val = ridge_stats_dask(data, targets, s, tune, s.dask or DaskSettings(), progress)
     else:
         fit, val = _split_stats(data, k, targets.encode, tune, s, progress, "ridge: Phi'Phi")
     report: dict[str, Any] = {"model": "krr", "task": targets.task}

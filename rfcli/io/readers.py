@@ -381,13 +381,13 @@ def iter_chunks(
             head = {n: a[:chunk_rows] for n, a in merged.items()}
             pending = [{n: a[chunk_rows:] for n, a in merged.items()}]
             have -= chunk_rows
-            chunk = _make_chunk(head, sel, in_row, out_row, on_nan, source.path)
+            chunk = make_chunk(head, sel, in_row, out_row, on_nan, source.path)
             in_row += chunk_rows
             if len(chunk):
                 out_row += len(chunk)
                 yield chunk
     if have:
-        chunk = _make_chunk(_concat(pending, names), sel, in_row, out_row, on_nan, source.path)
+        chunk = make_chunk(_concat(pending, names), sel, in_row, out_row, on_nan, source.path)
         if len(chunk):
             yield chunk
 
@@ -398,7 +398,7 @@ def _concat(parts, names):
     return {n: np.concatenate([p[n] for p in parts]) for n in names}
 
 
-def _make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, where: str) -> Chunk:
+def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, where: str) -> Chunk:
     try:
         X = np.column_stack([np.asarray(cols[c], dtype=np.float64) for c in sel.features])
     except (TypeError, ValueError) as e:

@@ -170,8 +170,6 @@ class StoreWriter:
                 arr.resize((self.n_rows, *arr.shape[1:]))  # drop rows after the checkpoint
                 _remove_chunks_from(os.path.join(tmp, name), self.n_rows // self.chunk_rows)
                 self._arrays[name] = arr
-        if self.classes is not None and self.classes and label.get("kind") != "category":
-            raise StoreError(f"{tmp}: inconsistent label metadata; drop --resume")
         return self
 
     def _new(self, name, tail_shape, dtype, chunk_cols=None):

@@ -184,10 +184,12 @@ class RowReducer:
         self.block = block
         self.row0 = row0  # first row (a multiple of block for partial reducers)
         self.n = 0
-        self._sums = {k: 0.0 for k, r in self.reductions.items() if r == "sum"}
         self._maxes = {k: -np.inf for k, r in self.reductions.items() if r == "max"}
-        self._pending: dict[str, list[np.ndarray]] = {k: [] for k in self._sums}
-        self._block_sums: dict[str, list[float]] = {}
+        #: per sum key: rows of the current block, and the sums of the finished blocks
+        self._pending: dict[str, list[np.ndarray]] = {
+            k: [] for k, r in self.reductions.items() if r == "sum"
+        }
+        self._block_sums: dict[str, list[float]] = {k: [] for k in self._pending}
 
     def update(self, row0: int, values: dict[str, np.ndarray]) -> None:
         if row0 != self.row0 + self.n:
@@ -198,7 +200,7 @@ class RowReducer:
             n = v.size if n is None else n
             if k in self._maxes and v.size:
                 self._maxes[k] = max(self._maxes[k], float(v.max()))
-            elif k in self._sums:
+            elif k in self._pending:
                 self._add_sum(k, v)
         self.n += n or 0
 
@@ -211,22 +213,22 @@ class RowReducer:
             pos += min(room, v.size)
             v = v[room:]
             if pos % self.block == 0:
-                self._block_sums.setdefault(key, []).append(float(np.sum(np.concatenate(pending))))
+                self._block_sums[key].append(float(np.sum(np.concatenate(pending))))
                 pending.clear()
 
     def _close_blocks(self) -> None:
         for k, rest in self._pending.items():
             if rest:
-                self._block_sums.setdefault(k, []).append(float(np.sum(np.concatenate(rest))))
+                self._block_sums[k].append(float(np.sum(np.concatenate(rest))))
                 rest.clear()
 
     def totals(self) -> dict[str, float]:
         """Maxima, and sums as the in-order sum of the block sums."""
         self._close_blocks()
         out = dict(self._maxes)
-        for k in self._sums:
+        for k, sums in self._block_sums.items():
             total = 0.0
-            for s in self._block_sums.get(k, []):
+            for s in sums:
                 total += s
             out[k] = total
         return out
@@ -239,8 +241,8 @@ class RowReducer:
         out = cls(parts[0].reductions, parts[0].block)
         for p in parts:
             p._close_blocks()
-            for k in out._sums:
-                out._block_sums.setdefault(k, []).extend(p._block_sums.get(k, []))
+            for k in out._block_sums:
+                out._block_sums[k].extend(p._block_sums[k])
             for k in out._maxes:
                 out._maxes[k] = max(out._maxes[k], p._maxes[k])
             out.n += p.n
