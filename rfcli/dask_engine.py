@@ -27,6 +27,8 @@ from rfcli.errors import InputError, UsageError
 
 #: store chunks per encode task (tasks of about 64k-256k rows)
 CHUNKS_PER_TASK = 4
+#: rows per task when reading Parquet input (fit passes, raw input of train/predict)
+SLICE_ROWS = 65536
 
 
 @dataclass
@@ -137,7 +139,7 @@ def _fit_stage(client, path, sel, fitter, stage, n, read, dask, progress, title)
     partial results in row order."""
     from rfcli.fitting import FIT_BLOCK
 
-    span = FIT_BLOCK * max(1, 65536 // FIT_BLOCK)
+    span = FIT_BLOCK * max(1, SLICE_ROWS // FIT_BLOCK)
     ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
     chunk = min(read.chunk_rows, span)
     fut_fitter = client.scatter(fitter, broadcast=True) if fitter is not None else None
@@ -158,13 +160,13 @@ def _label_classes(client, path, source, sel, read, dask, progress) -> list | No
     return _first_appearance(parts)
 
 
-def _fit_dask(client, path, source, sel, settings, read, dask, progress):
+def _fit_dask(client, path, source, sel, settings, read, dask, progress, fmap=None):
     """The encoder, every pass a distributed reduction whose partial results merge in row
     order exactly as one local pass (see rfcli.fitting)."""
     from rfcli.fitting import EncoderFitter, Pass1
     from rfcli.maps import RowReducer
 
-    fitter = EncoderFitter(settings)
+    fitter = EncoderFitter(settings, fmap=fmap)
     d = len(sel.features)
 
     def run(stage, title):
@@ -262,68 +264,157 @@ def _run_encode_tasks(client, path, sel, encoder, tmp, n, span, read, dask, prog
     _in_order(futures, progress, "encoding (dask)", [b - a for a, b in ranges])
 
 
-# -- training ---------------------------------------------------------------------------------
-def _ridge_task(store_path, normalized, chunk_rows, start, stop, targets, seed, val_fraction,
-                tune):  # fmt: skip
-    """Worker side: least-squares statistics of rows ``start .. stop-1``."""
+# -- passes of the learners ------------------------------------------------------------------
+def _store_slice(store_path, normalized, chunk_rows, start, stop, cache):
+    """Worker side: rows ``start .. stop-1`` of a store; with ``cache`` their packed codes are
+    read now and kept (the slice then lives in the worker's memory between passes)."""
     from rfcli.io.store import FeatureStore
-    from rfcli.learn.data import StoreData, validation_mask
-    from rfcli.learn.ridge import RidgeStats
+    from rfcli.learn.data import StoreData
 
-    store = FeatureStore(store_path)
-    data = StoreData(store, normalized, chunk_rows=chunk_rows, cache_bytes=0)
-    m = data.encoder.n_features
-    fit, val = RidgeStats(m, targets.n_outputs), RidgeStats(m, targets.n_outputs)
-    for batch in data.batches(start=start, stop=stop):
-        Y = targets.encode(batch.y)
-        if tune:
-            vm = validation_mask(seed, batch.row0, len(batch), val_fraction)
-            fit.update(batch.F[~vm], Y[~vm])
-            val.update(batch.F[vm], Y[vm])
-        else:
-            fit.update(batch.F, Y)
-    return fit, val
+    data = StoreData(FeatureStore(store_path), normalized, chunk_rows=chunk_rows,
+                     cache_bytes=(1 << 62) if cache else 0, start=start, stop=stop)  # fmt: skip
+    if cache:
+        data.load()
+    return data
+
+
+class _ParquetSlice:
+    """Worker side: rows ``start .. stop-1`` of Parquet input through an encoder, as
+    :class:`rfcli.learn.data.RawData` (quantized and decoded) or, with ``raw_features``, the
+    unquantized features (GP regression)."""
+
+    def __init__(self, path, sel, encoder, normalized, start, stop, chunk_rows, on_nan,
+                 raw_features=False):  # fmt: skip
+        self.path, self.sel, self.encoder, self.normalized = path, sel, encoder, normalized
+        self.start, self.stop, self.chunk_rows, self.on_nan = start, stop, chunk_rows, on_nan
+        self.raw_features = raw_features
+        self.n_rows = stop - start
+
+    def batches(self, with_ids: bool = False):
+        from rfcli.io.readers import ParquetSource
+        from rfcli.learn.data import Batch
+
+        enc = self.encoder
+        src = ParquetSource(self.path)
+        try:
+            for ch in _read_range(src, self.sel, self.start, self.stop, self.chunk_rows,
+                                  self.on_nan, self.path):  # fmt: skip
+                if self.raw_features:
+                    F = enc.features(ch.X)
+                else:
+                    e = enc.encode_chunk(ch.X, ch.row0)
+                    F = enc.decode(e.packed, e.norms, e.row_scale, self.normalized)
+                yield Batch(ch.row0, F, ch.label, ch.ids if with_ids else {})
+        finally:
+            src.close()
+
+
+def _apply(fn, part, *args):
+    """Worker side: one pass function over one slice (a spec tuple is opened first)."""
+    data = _store_slice(*part) if isinstance(part, tuple) else part
+    return fn(data, *args)
 
 
 def _add_pair(a, b):
-    a[0].__iadd__(b[0])
-    a[1].__iadd__(b[1])
-    return a
+    from rfcli.learn.passes import add
+
+    return add(a, b)
 
 
-def ridge_stats_dask(data, targets, s, tune: bool, dask: DaskSettings, progress):
-    """The (fit, validation) RidgeStats of the store behind ``data`` (a StoreData), as
-    :func:`rfcli.training._split_stats` computes them locally, per-task statistics summed
-    by a tree reduction on the cluster."""
-    store = data.store
-    client, cluster = _client(dask)
-    try:
-        span = max(store.chunk_rows, data.chunk_rows) * CHUNKS_PER_TASK
-        futures = [
-            client.submit(
-                _ridge_task, store.path, s.normalized, data.chunk_rows, a,
-                min(a + span, store.n_rows), targets, s.seed, s.val_fraction, tune,
-                retries=dask.retries, pure=False,
-            )
-            for a in range(0, store.n_rows, span)
+class DaskPasses:
+    """The Dask engine for learners' passes (see :mod:`rfcli.learn.passes`): one task per
+    slice of rows, partial results summed by a tree reduction on the cluster.  Slices are
+    whole multiples of the local engine's batch size, so every batch is the same as locally.
+
+    ``cache``: the slices' packed codes are read once and stay in the workers' memory
+    between passes (the SVM's hundreds of passes); a lost worker's slices are recomputed
+    from the store by Dask."""
+
+    engine = "dask"
+
+    def __init__(self, data=None, dask: DaskSettings | None = None, progress=None,
+                 cache: bool = False):  # fmt: skip
+        from rfcli.progress import NullProgress
+
+        self.dask = dask or DaskSettings()
+        self.progress = progress or NullProgress()
+        self.client, self.cluster = _client(self.dask)
+        self.data = self.parts = self.sizes = None
+        if data is not None:
+            self.over_store(data, cache)
+
+    def _submit(self, fn, *args):
+        return self.client.submit(fn, *args, retries=self.dask.retries, pure=False)
+
+    def over_store(self, data, cache: bool = False) -> DaskPasses:
+        """Passes over the store behind ``data`` (a StoreData)."""
+        store, step = data.store, data.chunk_rows
+        span = step * max(1, -(-store.chunk_rows * CHUNKS_PER_TASK // step))
+        ranges = [(a, min(a + span, data.n_rows)) for a in range(0, data.n_rows, span)]
+        specs = [(store.path, data.normalized, step, a, b, cache) for a, b in ranges]
+        self.data, self.sizes = data, [b - a for a, b in ranges]
+        self.parts = [self._submit(_store_slice, *sp) for sp in specs] if cache else specs
+        return self
+
+    def over_parquet(self, path, sel, encoder, n_rows, on_nan, normalized=False,
+                     raw_features=False, chunk_rows=8192) -> DaskPasses:  # fmt: skip
+        """Passes over Parquet input through ``encoder`` (read by the tasks)."""
+        span = chunk_rows * max(1, SLICE_ROWS // chunk_rows)
+        ranges = [(a, min(a + span, n_rows)) for a in range(0, n_rows, span)]
+        self.parts = [
+            _ParquetSlice(path, sel, encoder, normalized, a, b, min(chunk_rows, b - a),
+                          on_nan, raw_features)
+            for a, b in ranges
         ]  # fmt: skip
-        with progress.task("ridge: Phi'Phi (dask)", len(futures)) as task:
-            level = futures
-            while len(level) > 1:
-                nxt = [
-                    client.submit(_add_pair, level[i], level[i + 1], pure=False)
-                    for i in range(0, len(level) - 1, 2)
-                ]
-                if len(level) % 2:
-                    nxt.append(level[-1])
-                level = nxt
-            fit, val = level[0].result()
-            task.advance(len(futures))
-        return fit, val
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        self.sizes = [b - a for a, b in ranges]
+        return self
+
+    @property
+    def n_rows(self) -> int:
+        return sum(self.sizes)
+
+    def _leaves(self, fn, args, title):
+        from distributed import as_completed, wait
+
+        leaves = [self._submit(_apply, fn, part, *args) for part in self.parts]
+        if title is not None:
+            size_of = {f.key: s for f, s in zip(leaves, self.sizes, strict=True)}
+            with self.progress.task(title, self.n_rows) as task:
+                for fut in as_completed(leaves):
+                    if fut.status == "finished":
+                        task.advance(size_of[fut.key])
+        wait(leaves)
+        for f in leaves:  # the first failure in row order, as the local engine reports it
+            if f.status == "error":
+                f.result()
+        return leaves
+
+    def reduce(self, fn, *args, title: str | None = None):
+        level = self._leaves(fn, args, title)
+        while len(level) > 1:
+            nxt = [self.client.submit(_add_pair, level[i], level[i + 1], pure=False)
+                   for i in range(0, len(level) - 1, 2)]  # fmt: skip
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level = nxt
+        return level[0].result()
+
+    def map(self, fn, *args, title: str | None = None):
+        """``fn`` of each slice, in row order (results streamed: one slice at a time)."""
+        for f in self._leaves(fn, args, title):
+            yield f.result()
+            f.release()
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
-__all__ = ["DaskSettings", "encode_dask", "ridge_stats_dask"]
+__all__ = ["DaskPasses", "DaskSettings", "encode_dask"]

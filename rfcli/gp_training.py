@@ -20,9 +20,9 @@ import numpy as np
 from rfcli.encoder import Encoder
 from rfcli.errors import InputError, OutputError, UsageError
 from rfcli.io.models_io import save_model
-from rfcli.io.readers import iter_chunks, open_source, select_columns
+from rfcli.io.readers import ParquetSource, iter_chunks, open_source, select_columns
 from rfcli.io.store import FeatureStore
-from rfcli.learn.data import StoreData
+from rfcli.learn.data import Batch, StoreData
 from rfcli.learn.gpr import (
     GPRModel,
     GPStats,
@@ -33,6 +33,7 @@ from rfcli.learn.gpr import (
     lml_and_grad,
     posterior,
 )
+from rfcli.learn.passes import LocalPasses
 from rfcli.learn.targets import Targets
 from rfcli.maps.fourier import FourierMap
 from rfcli.maps.gauss_legendre import GLF_KERNELS, GaussLegendreMap
@@ -58,6 +59,8 @@ class GPRSettings:
     standardize: bool = True
     starts: int = 3
     seed: int = 0
+    engine: str = "local"  # or "dask": statistics reduced on a Dask cluster
+    dask: Any = None  # rfcli.dask_engine.DaskSettings
 
 
 def _check(s: GPRSettings) -> None:
@@ -68,6 +71,8 @@ def _check(s: GPRSettings) -> None:
     for name, (lo, hi) in (("lengthscale", s.lengthscale_bounds), ("noise", s.noise_bounds)):
         if not 0 < lo <= hi:
             raise UsageError(f"--{name}-bounds must satisfy 0 < LO <= HI, got {lo},{hi}")
+    if s.engine not in ("local", "dask"):
+        raise UsageError(f"--engine must be local or dask, got {s.engine!r}")
     if s.features == "rff" and s.ard:
         raise UsageError("--ard needs --features glf (RFF-GPR learns one lengthscale)")
 
@@ -90,35 +95,73 @@ def _rff_map(s: GPRSettings, ell: float) -> FourierMap:
 FEATURE_BLOCK_BYTES = 32 << 20
 
 
-class _Rows:
-    """Passes over raw input: preprocessed rows and targets, chunk by chunk."""
+def _feature_rows(n_features: int, chunk_rows: int) -> int:
+    """Rows per chunk so that a float64 feature block stays near 32 MiB (GLF maps can have
+    thousands of features)."""
+    return max(256, min(chunk_rows, FEATURE_BLOCK_BYTES // (8 * n_features)))
 
-    def __init__(self, path: str, read: ReadSettings, columns: list[str] | None = None):
-        self.path, self.read = path, read
-        self.source = open_source(path, read.fmt, spool_stdin=True)
-        self.sel = select_columns(self.source, columns or read.columns, read.label, [])
-        if read.label is None:
-            raise UsageError("GPR needs --label (the regression target)")
 
-    def chunks(self, n_features: int | None = None):
-        """Chunks of rows; with ``n_features`` the chunk is capped so that its float64
-        feature block stays near 32 MiB (GLF maps can have thousands of features)."""
-        rows = self.read.chunk_rows
-        if n_features:
-            rows = max(256, min(rows, FEATURE_BLOCK_BYTES // (8 * n_features)))
+class _RawFeatures:
+    """One local pass over raw input: unquantized features of each chunk of rows."""
+
+    def __init__(self, path, source, sel, read: ReadSettings, encoder: Encoder):
+        self.path, self.source, self.sel, self.read, self.encoder = path, source, sel, read, encoder
+        self.n_rows = source.num_rows
+
+    def batches(self):
+        rows = _feature_rows(self.encoder.n_features, self.read.chunk_rows)
         for ch in iter_chunks(self.source, self.sel, rows, self.read.on_nan):
-            yield ch.X, np.asarray(ch.label, dtype=np.float64)
+            yield Batch(ch.row0, self.encoder.features(ch.X), ch.label)
 
 
-def _stats_from_rows(rows: _Rows, encoder: Encoder, progress: Progress, what: str) -> GPStats:
-    st = GPStats(encoder.n_features)
-    with progress.task(what, rows.source.num_rows) as task:
-        for X, y in rows.chunks(encoder.n_features):
-            st.update(encoder.features(X), y)
-            task.advance(len(y))
-    if st.n == 0:
-        raise InputError(f"{rows.path}: no rows")
+def _gp_pass(data) -> GPStats:
+    """GP sufficient statistics of ``data``'s rows (a pass function: additive)."""
+    st = GPStats(data.encoder.n_features)
+    for b in data.batches():
+        st.update(b.F, np.asarray(b.y, dtype=np.float64))
     return st
+
+
+class _Engine:
+    """Where GPR's passes run: this process or a Dask cluster (rfcli.learn.passes)."""
+
+    def __init__(self, s: GPRSettings, progress: Progress):
+        self.s, self.progress = s, progress
+        self.dask = None
+        if s.engine == "dask":
+            from rfcli.dask_engine import DaskPasses, DaskSettings
+
+            self.dask = DaskPasses(dask=s.dask or DaskSettings(), progress=progress)
+
+    def store_stats(self, data: StoreData) -> GPStats:
+        title = "GP statistics" + (" (dask)" if self.dask else "")
+        passes = self.dask.over_store(data) if self.dask else LocalPasses(data, self.progress)
+        return passes.reduce(_gp_pass, title=title)
+
+    def fit_encoder(self, path, source, sel, es, read, fmap) -> Encoder:
+        if self.dask is None:
+            return fit_encoder(source, sel, es, read, self.progress, fmap=fmap)
+        from rfcli.dask_engine import _fit_dask
+
+        return _fit_dask(self.dask.client, path, source, sel, es, read, self.dask.dask,
+                         self.progress, fmap=fmap)  # fmt: skip
+
+    def raw_stats(self, path, source, sel, read, encoder: Encoder, what: str) -> GPStats:
+        if self.dask is None:
+            passes = LocalPasses(_RawFeatures(path, source, sel, read, encoder), self.progress)
+        else:
+            rows = _feature_rows(encoder.n_features, read.chunk_rows)
+            passes = self.dask.over_parquet(path, sel, encoder, source.num_rows, read.on_nan,
+                                            raw_features=True, chunk_rows=rows)  # fmt: skip
+            what += " (dask)"
+        st = passes.reduce(_gp_pass, title=what)
+        if st.n == 0:
+            raise InputError(f"{path}: no rows")
+        return st
+
+    def close(self):
+        if self.dask is not None:
+            self.dask.close()
 
 
 def train_gpr(
@@ -137,6 +180,14 @@ def train_gpr(
     progress = progress or NullProgress()
     if output is not None and os.path.exists(output) and not overwrite:
         raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
+    engine = _Engine(s, progress)
+    try:
+        return _train_gpr(input_path, output, s, read, engine, overwrite, progress)
+    finally:
+        engine.close()
+
+
+def _train_gpr(input_path, output, s, read, engine, overwrite, progress):
     t0 = time.perf_counter()
     report: dict[str, Any] = {"model": "gpr", "features_kind": s.features, "kernel": s.kernel}
     lo, hi = s.lengthscale_bounds
@@ -150,11 +201,7 @@ def train_gpr(
         if data.label_name is None:
             raise InputError(f"{input_path}: the store has no label column")
         label = data.label_name
-        st = GPStats(encoder.n_features)
-        with progress.task("GP statistics", store.n_rows) as task:
-            for b in data.batches():
-                st.update(b.F, np.asarray(b.y, dtype=np.float64))
-                task.advance(len(b))
+        st = engine.store_stats(data)
         kind = "glf" if encoder.fmap.kind == "glf" else "rff"
         if kind == "rff" and s.learn and s.features == "rff":
             report["note"] = (
@@ -162,19 +209,31 @@ def train_gpr(
             )
     else:
         label = read.label
-        rows = _Rows(input_path, read)
+        if label is None:
+            raise UsageError("GPR needs --label (the regression target)")
+        source = open_source(input_path, read.fmt, spool_stdin=True)
+        if engine.dask is not None and not isinstance(source, ParquetSource):
+            source.close()
+            raise UsageError(
+                "--engine dask reads Parquet input (a file, a directory or a glob of files)"
+            )
+        sel = select_columns(source, read.columns, label, [])
         es = EncodeSettings(standardize=s.standardize, quantizer="none", bits=32, seed=s.seed)
         fmap = _glf_map(s) if s.features == "glf" else _rff_map(s, ell0)
-        encoder = fit_encoder(rows.source, rows.sel, es, read, progress, fmap=fmap)
+        encoder = engine.fit_encoder(input_path, source, sel, es, read, fmap)
         if s.standardize or fmap.needs_box:
             passes += 1
         kind = s.features
+
+        def stats(enc, what):
+            return engine.raw_stats(input_path, source, sel, read, enc, what)
+
         if kind == "rff" and s.learn:
-            encoder, st, ell0, extra = _learn_rff_lengthscale(rows, encoder, s, progress)
+            encoder, st, ell0, extra = _learn_rff_lengthscale(stats, encoder, s)
             passes += extra["passes"]
             report.update(extra)
         else:
-            st = _stats_from_rows(rows, encoder, progress, "GP statistics")
+            st = stats(encoder, "GP statistics")
     t_pass = time.perf_counter() - t0
     mu, sd, c, yty = st.standardized()
     if kind == "glf":
@@ -241,7 +300,7 @@ def train_gpr(
     return model, report
 
 
-def _learn_rff_lengthscale(rows: _Rows, encoder: Encoder, s: GPRSettings, progress: Progress):
+def _learn_rff_lengthscale(stats, encoder: Encoder, s: GPRSettings):
     """Bounded 1-D search over log(lengthscale); each evaluation redraws the RFF map at that
     lengthscale (same seed: the draws are rescaled), makes a data pass for the statistics and
     learns s^2 and lambda from them.  Returns the encoder and statistics at the optimum."""
@@ -254,7 +313,7 @@ def _learn_rff_lengthscale(rows: _Rows, encoder: Encoder, s: GPRSettings, progre
         ell = float(np.exp(log_ell))
         fmap = _rff_map(s, ell).fit(len(encoder.columns))
         enc = Encoder(encoder.columns, encoder.preprocess, fmap, make_quantizer("none", 32))
-        st = _stats_from_rows(rows, enc, progress, f"RFF-GPR pass (lengthscale {ell:.4g})")
+        st = stats(enc, f"RFF-GPR pass (lengthscale {ell:.4g})")
         mu, sd, c, yty = st.standardized()
         res, _ = fit_hyperparameters(
             Reduced(st.G, c, yty, st.n), spectral, bounds, [np.array([1.0, 0.1])]

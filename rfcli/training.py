@@ -15,8 +15,9 @@ from rfcli.io.models_io import load_model, save_model
 from rfcli.io.store import FeatureStore
 from rfcli.learn.data import StoreData, open_data, validation_mask
 from rfcli.learn.linear import LinearModel
+from rfcli.learn.passes import LocalPasses
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
-from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
+from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm, loss_terms
 from rfcli.learn.targets import Targets
 from rfcli.memory import check_fits, learner_need, physical_memory
 from rfcli.metrics import RegressionAccumulator, classification_metrics, gaussian_nlpd_sum
@@ -54,8 +55,6 @@ class TrainResult:
 def _check(settings: TrainSettings) -> None:
     if settings.engine not in ("local", "dask"):
         raise UsageError(f"--engine must be local or dask, got {settings.engine!r}")
-    if settings.engine == "dask" and settings.model != "krr":
-        raise UsageError(f"--engine dask trains krr so far; train {settings.model} locally")
     if settings.model not in MODELS:
         raise UsageError(f"--model must be one of {', '.join(MODELS)}")
     if not 0 <= settings.val_fraction < 1:
@@ -125,10 +124,11 @@ def train(
     )
     if settings.model == "svm" and settings.memory:
         data.set_cache_budget(max(0, min(cache, budget - need)))
-    if settings.model == "krr":
-        model, report = _train_ridge(data, targets, settings, progress)
-    else:
-        model, report = _train_svm(data, targets, settings, progress)
+    with _engine(data, settings, progress) as passes:
+        if settings.model == "krr":
+            model, report = _train_ridge(passes, targets, settings)
+        else:
+            model, report = _train_svm(passes, targets, settings, progress)
     report.update({"rows": store.n_rows, "features": store.n_features, "bits": store.bits})
     secs = time.perf_counter() - t0
     report["seconds"] = secs
@@ -150,37 +150,82 @@ def train(
     return TrainResult(model, report, secs)
 
 
-# -- shared pass -----------------------------------------------------------------------------
-def _split_stats(
-    data: StoreData, k: int, targets_of, tune: bool, s: TrainSettings, progress, title
-):
-    """One pass of least-squares statistics (Phi'Phi, Phi'Y, ...), kept separately for the
-    training and validation rows when ``tune`` (else everything goes to the first)."""
+def _engine(data: StoreData, s: TrainSettings, progress: Progress):
+    """The engine that runs the learner's passes: this process, or a Dask cluster (which
+    keeps the SVM's packed codes in its workers' memory between passes)."""
+    if s.engine == "dask":
+        from rfcli.dask_engine import DaskPasses, DaskSettings
+
+        return DaskPasses(data, s.dask or DaskSettings(), progress, cache=s.model == "svm")
+    return LocalPasses(data, progress)
+
+
+# -- pass functions (run by an engine on all rows or on one slice; results are additive) ----
+def _split_stats_pass(data, targets, tune: bool, seed: int, val_fraction: float):
+    """Least-squares statistics (Phi'Phi, Phi'Y, ...), kept separately for the training and
+    validation rows when ``tune`` (else everything goes to the first).  ``targets=None``:
+    one zero column (the SVM's preconditioner needs only Phi'Phi)."""
     m = data.encoder.n_features
+    k = targets.n_outputs if targets is not None else 1
     fit, val = RidgeStats(m, k), RidgeStats(m, k)
-    with progress.task(title, data.n_rows) as task:
-        for batch in data.batches():
-            Y = targets_of(batch.y)
-            if tune:
-                vm = validation_mask(s.seed, batch.row0, len(batch), s.val_fraction)
-                fit.update(batch.F[~vm], Y[~vm])
-                val.update(batch.F[vm], Y[vm])
-            else:
-                fit.update(batch.F, Y)
-            task.advance(len(batch))
+    for batch in data.batches():
+        Y = targets.encode(batch.y) if targets is not None else np.zeros((len(batch), 1))
+        if tune:
+            vm = validation_mask(seed, batch.row0, len(batch), val_fraction)
+            fit.update(batch.F[~vm], Y[~vm])
+            val.update(batch.F[vm], Y[vm])
+        else:
+            fit.update(batch.F, Y)
     return fit, val
 
 
+def _correct_pass(data, targets, W: np.ndarray, b: np.ndarray, n_sol: int, seed, val_fraction):
+    """Validation rows predicted correctly by each of ``n_sol`` linear models stacked in
+    ``W`` (m, n_sol k), ``b``; k = 1 is a binary SVM (class 1 when the score is positive).
+    Returns (correct per model, validation rows)."""
+    k = len(b) // n_sol
+    correct = np.zeros(n_sol)
+    n = 0
+    for batch in data.batches():
+        vm = validation_mask(seed, batch.row0, len(batch), val_fraction)
+        if not vm.any():
+            continue
+        S = ((batch.F[vm] @ W).astype(np.float64) + b).reshape(-1, n_sol, k)
+        pred = (S[:, :, 0] > 0).astype(int) if k == 1 else S.argmax(axis=2)
+        correct += (pred == targets.index(batch.y[vm])[:, None]).sum(0)
+        n += int(vm.sum())
+    return correct, n
+
+
+def _svm_pass(data, targets, which: str, seed, val_fraction, W32, b, C, loss, delta):
+    """The SVM objective's loss sum and gradient over the rows of ``which`` (all, train)."""
+
+    def rows():
+        k = W32.shape[1]
+        for batch in data.batches():
+            F, y = batch.F, batch.y
+            if which == "train":
+                sel = ~validation_mask(seed, batch.row0, len(batch), val_fraction)
+                if not sel.any():
+                    continue
+                F, y = F[sel], y[sel]
+            idx = targets.index(y)
+            if k == 1:
+                yield F, np.where(idx == 1, 1.0, -1.0)[:, None]
+            else:
+                Y = -np.ones((len(idx), k))
+                Y[np.arange(len(idx)), idx] = 1.0
+                yield F, Y
+
+    return loss_terms(rows(), W32, b, C, loss, delta)
+
+
 # -- ridge ----------------------------------------------------------------------------------
-def _train_ridge(data: StoreData, targets: Targets, s: TrainSettings, progress: Progress):
+def _train_ridge(passes, targets: Targets, s: TrainSettings):
     k = targets.n_outputs
     tune = s.alpha == "auto" and s.val_fraction > 0
-    if s.engine == "dask":
-        from rfcli.dask_engine import DaskSettings, ridge_stats_dask
-
-        fit, val = ridge_stats_dask(data, targets, s, tune, s.dask or DaskSettings(), progress)
-    else:
-        fit, val = _split_stats(data, k, targets.encode, tune, s, progress, "ridge: Phi'Phi")
+    title = "ridge: Phi'Phi" + (" (dask)" if passes.engine == "dask" else "")
+    fit, val = passes.reduce(_split_stats_pass, targets, tune, s.seed, s.val_fraction, title=title)
     report: dict[str, Any] = {"model": "krr", "task": targets.task}
     if tune:
         Gc, FtYc = fit.centred()
@@ -192,7 +237,7 @@ def _train_ridge(data: StoreData, targets: Targets, s: TrainSettings, progress: 
                 zip(map(float, cands), (-x for x in scores), strict=True)
             )
         else:
-            scores = _val_accuracy(data, targets, s, sols, progress)
+            scores = _val_accuracy(passes, targets, s, sols, "validation")
             report["validation_accuracy"] = dict(zip(map(float, cands), scores, strict=True))
         alpha = float(cands[int(np.argmax(scores))])
         fit += val
@@ -205,63 +250,39 @@ def _train_ridge(data: StoreData, targets: Targets, s: TrainSettings, progress: 
     return RidgeModel(targets, W, b, s.normalized), report
 
 
-def _val_accuracy(data, targets, s, sols, progress) -> list[float]:
+def _val_accuracy(passes, targets, s, sols, title, what="--alpha/-C") -> list[float]:
     """Validation accuracy of several (W, b) at once, in one pass over validation rows."""
     Wall = np.concatenate([W for W, _ in sols], axis=1).astype(np.float32)
     ball = np.concatenate([b for _, b in sols])
-    k = targets.n_outputs
-    correct = np.zeros(len(sols))
-    n = 0
-    with progress.task("validation", data.n_rows) as task:
-        for batch in data.batches():
-            vm = validation_mask(s.seed, batch.row0, len(batch), s.val_fraction)
-            task.advance(len(batch))
-            if not vm.any():
-                continue
-            S = (batch.F[vm] @ Wall).astype(np.float64) + ball
-            truth = targets.index(batch.y[vm])
-            pred = S.reshape(len(S), len(sols), k).argmax(axis=2)
-            correct += (pred == truth[:, None]).sum(0)
-            n += int(vm.sum())
+    correct, n = passes.reduce(
+        _correct_pass, targets, Wall, ball, len(sols), s.seed, s.val_fraction, title=title
+    )
     if n == 0:
         raise InputError(
-            "the validation split is empty; use a larger --val-fraction or give --alpha/-C"
+            f"the validation split is empty; use a larger --val-fraction or give {what}"
         )
     return list(correct / n)
 
 
 # -- SVM ------------------------------------------------------------------------------------
-def _train_svm(data: StoreData, targets: Targets, s: TrainSettings, progress: Progress):
-    m = data.encoder.n_features
+def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
+    m = passes.data.encoder.n_features
     K = len(targets.classes)
     k = 1 if K == 2 else K
 
-    def pm(y):
-        idx = targets.index(y)
-        if k == 1:
-            return np.where(idx == 1, 1.0, -1.0)[:, None]
-        Y = -np.ones((len(idx), k))
-        Y[np.arange(len(idx)), idx] = 1.0
-        return Y
+    def objective(which):
+        def one_pass(W32, b, C, delta):
+            return passes.reduce(
+                _svm_pass, targets, which, s.seed, s.val_fraction, W32, b, C, s.loss, delta
+            )
 
-    def passes(which: str):
-        def gen():
-            for batch in data.batches():
-                if which == "all":
-                    yield batch.F, pm(batch.y)
-                    continue
-                vm = validation_mask(s.seed, batch.row0, len(batch), s.val_fraction)
-                sel = ~vm if which == "train" else vm
-                if sel.any():
-                    yield batch.F[sel], pm(batch.y[sel])
-
-        return gen
+        return one_pass
 
     report: dict[str, Any] = {"model": "svm", "task": "classification", "loss": s.loss}
     tune = s.C == "auto" and s.val_fraction > 0
     # one pass: the feature Gram matrices (train / validation rows) for the preconditioner
-    fit_stats, val_stats = _split_stats(
-        data, 1, lambda y: np.zeros((len(y), 1)), tune, s, progress, "svm: Gram matrix"
+    fit_stats, val_stats = passes.reduce(
+        _split_stats_pass, None, tune, s.seed, s.val_fraction, title="svm: Gram matrix"
     )
     fitkw = dict(loss=s.loss, max_iter=s.max_iter, tol=s.tol)
     warm = None
@@ -271,22 +292,12 @@ def _train_svm(data: StoreData, targets: Targets, s: TrainSettings, progress: Pr
         best = (-1.0, None, None)
         for C in C_GRID:
             with progress.task(f"svm C={C:g}", None):
-                W, b, rep = fit_svm(passes("train"), m, k, C, warm=warm, gram=gram, **fitkw)
+                W, b, rep = fit_svm(objective("train"), m, k, C, warm=warm, gram=gram, **fitkw)
             warm = (W, b)
-            correct = total = 0
-            for F, Y in passes("val")():
-                S = (F @ W.astype(np.float32)).astype(np.float64) + b
-                pred = (S[:, 0] > 0).astype(int) if k == 1 else S.argmax(1)
-                truth = (Y[:, 0] > 0).astype(int) if k == 1 else Y.argmax(1)
-                correct += int((pred == truth).sum())
-                total += len(F)
-            if total == 0:
-                raise InputError(
-                    "the validation split is empty; use a larger --val-fraction or give -C"
-                )
-            val_acc[C] = correct / total
-            if val_acc[C] > best[0]:
-                best = (val_acc[C], C, (W, b))
+            (acc,) = _val_accuracy(passes, targets, s, [(W, b)], None, "-C")
+            val_acc[C] = acc
+            if acc > best[0]:
+                best = (acc, C, (W, b))
         report["validation_accuracy"] = val_acc
         C, warm = best[1], best[2]
         fit_stats += val_stats
@@ -294,7 +305,7 @@ def _train_svm(data: StoreData, targets: Targets, s: TrainSettings, progress: Pr
         C = float(s.C) if s.C != "auto" else 1.0
     with progress.task(f"svm C={C:g} (all rows)", None):
         W, b, rep = fit_svm(
-            passes("all"), m, k, C, warm=warm, gram=_augmented_gram(fit_stats), **fitkw
+            objective("all"), m, k, C, warm=warm, gram=_augmented_gram(fit_stats), **fitkw
         )
     report.update(rep)
     return LinearSVM(targets, W, b, s.normalized), report
@@ -319,30 +330,73 @@ def predict(
     ids: list[str] | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
+    engine: str = "local",
+    dask: Any = None,
 ) -> int:
-    """Predictions for a store or raw data, written to Parquet/CSV (``-`` = stdout)."""
+    """Predictions for a store or raw data, written to Parquet/CSV (``-`` = stdout).
+    ``engine="dask"``: slices of rows are predicted on a Dask cluster and written here in
+    row order (the same batches as locally: the same output bytes)."""
     from rfcli.io.writers import TableWriter
 
+    if engine not in ("local", "dask"):
+        raise UsageError(f"--engine must be local or dask, got {engine!r}")
     model, encoder, meta = load_model(model_path)
     progress = progress or NullProgress()
     data = open_data(input_path, encoder, model.normalized, None, ids)
     writer = TableWriter(output, data.n_rows or 0, 0, overwrite=overwrite)
     n = 0
+    passes = None
     try:
-        with progress.task("predicting", data.n_rows) as task:
-            for batch in data.batches(with_ids=True):
-                cols = dict(batch.ids)
-                cols["prediction"] = model.predict(batch.F)
-                if hasattr(model, "std"):
-                    cols["std"] = model.std(batch.F)
-                writer.write(None, cols)
-                n += len(batch)
-                task.advance(len(batch))
+        if engine == "dask":
+            passes = _dask_passes_for(data, input_path, dask, progress)
+        if passes is None:
+            with progress.task("predicting", data.n_rows) as task:
+                for batch in data.batches(with_ids=True):
+                    writer.write(None, _prediction_columns(model, batch))
+                    n += len(batch)
+                    task.advance(len(batch))
+        else:
+            for part in passes.map(_predict_pass, model, title="predicting (dask)"):
+                for cols in part:
+                    writer.write(None, cols)
+                    n += len(cols["prediction"])
         writer.close()
     except BaseException:
         writer.abort()
         raise
+    finally:
+        if passes is not None:
+            passes.close()
     return n
+
+
+def _prediction_columns(model: LinearModel, batch) -> dict[str, np.ndarray]:
+    cols = dict(batch.ids)
+    cols["prediction"] = model.predict(batch.F)
+    if hasattr(model, "std"):
+        cols["std"] = model.std(batch.F)
+    return cols
+
+
+def _predict_pass(data, model) -> list[dict[str, np.ndarray]]:
+    """The prediction columns of each batch of a slice (a pass function of ``map``)."""
+    return [_prediction_columns(model, batch) for batch in data.batches(with_ids=True)]
+
+
+def _dask_passes_for(data, input_path: str, dask, progress):
+    """Dask passes over ``data`` (a store, or Parquet read by the workers)."""
+    from rfcli.dask_engine import DaskPasses, DaskSettings
+    from rfcli.io.readers import ParquetSource
+
+    if isinstance(data, StoreData):
+        return DaskPasses(data, dask or DaskSettings(), progress)
+    if not isinstance(data.source, ParquetSource):
+        raise UsageError(
+            "--engine dask reads Parquet input (a file, a directory or a glob of files) or a store"
+        )
+    passes = DaskPasses(dask=dask or DaskSettings(), progress=progress)
+    return passes.over_parquet(input_path, data.sel, data.encoder, data.n_rows, data.on_nan,
+                               normalized=data.normalized, chunk_rows=data.chunk_rows)  # fmt: skip
 
 
 def evaluate(

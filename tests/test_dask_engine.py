@@ -119,3 +119,131 @@ def test_bad_input_same_message_on_both_engines(tmp_path, scheduler):
         msgs.append(str(e.value))
         assert not os.path.exists(tmp_path / f"{engine}.zarr")
     assert msgs[0] == msgs[1] and "row 4321" in msgs[0]
+
+
+# -- learners on Dask ------------------------------------------------------------------------
+def on_dask(scheduler):
+    return dict(engine="dask", dask=DaskSettings(scheduler=scheduler))
+
+
+@pytest.fixture(scope="module")
+def letter_store(tmp_path_factory, dataset):
+    store = str(tmp_path_factory.mktemp("ls") / "s.zarr")
+    encode(dataset, store, EncodeSettings(**SETTINGS[0]), ReadSettings(label="label", ids=["name"]))
+    return store
+
+
+def test_svm_on_dask_equals_local(letter_store, scheduler):
+    """Each L-BFGS step makes one pass: a map over 3 slices (cached in the workers) and a tree
+    sum.  The sums differ from local ones only in order (relative ~1e-16), but the weights
+    are rounded to float32 for the feature products, so a 1e-16 change can move a weight by
+    one float32 ulp (6e-8 relative): measured after 25 iterations, objective 1.3e-8 and W
+    6e-6 relative apart.  Tolerances 1e-6 and 1e-4 hold that with margin, while any real
+    difference (a dropped slice: a third of the loss) is orders of magnitude larger."""
+    kw = dict(model="svm", C=1.0, max_iter=25)
+    local = train(letter_store, None, TrainSettings(**kw))
+    dist = train(letter_store, None, TrainSettings(**kw, **on_dask(scheduler)))
+    assert dist.report["objective"] == pytest.approx(local.report["objective"], rel=1e-6)
+    W1, W2 = local.model.W, dist.model.W
+    assert np.abs(W1 - W2).max() <= 1e-4 * np.abs(W1).max()
+
+
+def test_svm_validation_on_dask_picks_the_same_C(letter_store, scheduler, monkeypatch):
+    from rfcli import training
+
+    monkeypatch.setattr(training, "C_GRID", (0.1, 10.0))
+    kw = dict(model="svm", max_iter=15)
+    local = train(letter_store, None, TrainSettings(**kw))
+    dist = train(letter_store, None, TrainSettings(**kw, **on_dask(scheduler)))
+    assert local.report["validation_accuracy"] == pytest.approx(
+        dist.report["validation_accuracy"], abs=1.5 / 2400
+    )  # at most one validation row of ~2400 may flip
+    assert local.report["C"] == dist.report["C"]
+
+
+@pytest.fixture(scope="module")
+def regression(tmp_path_factory):
+    d = tmp_path_factory.mktemp("reg") / "reg"
+    os.makedirs(d)
+    rng = np.random.default_rng(5)
+    for i, n in enumerate((3000, 2600)):
+        x = rng.uniform(-2, 2, size=(n, 2))
+        y = np.sin(2 * x[:, 0]) * np.cos(x[:, 1]) + 0.1 * rng.normal(size=n)
+        write_parquet(d / f"part-{i}.parquet", a=x[:, 0], b=x[:, 1], y=y)
+    return str(d)
+
+
+@pytest.mark.parametrize("features", ["glf", "rff"])
+def test_gpr_on_dask_equals_local(regression, scheduler, monkeypatch, features):
+    """GP statistics V'V, V'y, ... reduced over 11 slices (standardization and the map fitted
+    by distributed passes; rff also searches the lengthscale, one distributed pass per
+    step).  The statistics equal the local ones to reduction order; the learned
+    hyperparameters and the log marginal likelihood then agree to the optimizer's
+    tolerance, far below their spread across data."""
+    from rfcli import dask_engine
+    from rfcli.gp_training import GPRSettings, train_gpr
+
+    monkeypatch.setattr(dask_engine, "SLICE_ROWS", 512)
+    read = ReadSettings(label="y", chunk_rows=256)
+    kw = dict(
+        features=features,
+        n_features=128,
+        starts=1,
+        lengthscale_bounds=(0.5, 1.5),
+        nodes=[16, 16] if features == "glf" else None,
+    )
+    _, a = train_gpr(regression, None, GPRSettings(**kw), read)
+    _, b = train_gpr(regression, None, GPRSettings(**kw, **on_dask(scheduler)), read)
+    assert a["rows"] == b["rows"] == 5600
+    assert a["data_passes"] == b["data_passes"]
+    assert b["log_marginal_likelihood"] == pytest.approx(a["log_marginal_likelihood"], rel=1e-6)
+    for key in ("signal_variance", "noise_variance"):
+        assert b[key] == pytest.approx(a[key], rel=1e-3)
+    assert b["lengthscale"] == pytest.approx(a["lengthscale"], rel=1e-3)
+
+
+def test_gp_statistics_of_a_store_on_dask(tmp_path, regression, scheduler):
+    from rfcli.gp_training import GPRSettings, _Engine
+    from rfcli.io.store import FeatureStore
+    from rfcli.learn.data import StoreData
+    from rfcli.progress import NullProgress
+
+    store = str(tmp_path / "r.zarr")
+    es = EncodeSettings(n_features=64, quantizer="none", bits=32, store_chunk_rows=512)
+    encode(regression, store, es, ReadSettings(label="y"))
+
+    st = {}
+    for engine in ("local", "dask"):
+        eng = _Engine(GPRSettings(engine=engine, dask=DaskSettings(scheduler=scheduler)),
+                      NullProgress())  # fmt: skip
+        try:
+            st[engine] = eng.store_stats(StoreData(FeatureStore(store), chunk_rows=512))
+        finally:
+            eng.close()
+    a, b = st["local"], st["dask"]
+    assert a.n == b.n == 5600
+    # float64 sums of 5600 terms in another order: relative differences ~1e-15
+    np.testing.assert_allclose(b.G, a.G, rtol=1e-12, atol=1e-12 * np.abs(a.G).max())
+    np.testing.assert_allclose(b.c, a.c, rtol=1e-12, atol=1e-12 * np.abs(a.c).max())
+    assert b.yty == pytest.approx(a.yty, rel=1e-12)
+
+
+@pytest.mark.parametrize("what", ["store", "parquet"])
+def test_predict_on_dask_writes_the_same_file(tmp_path, dataset, letter_store, scheduler,
+                                               monkeypatch, what):  # fmt: skip
+    from rfcli import dask_engine
+    from rfcli.training import predict
+
+    monkeypatch.setattr(dask_engine, "SLICE_ROWS", 4096)
+    model = str(tmp_path / "m.npz")
+    train(letter_store, model, TrainSettings(model="krr", alpha=1.0))
+    src = letter_store if what == "store" else dataset
+    ids = None if what == "store" else ["name"]
+    outs = []
+    for engine in ("local", "dask"):
+        out = str(tmp_path / f"{engine}.parquet")
+        n = predict(model, src, out, ids=ids, engine=engine,
+                    dask=DaskSettings(scheduler=scheduler))  # fmt: skip
+        assert n == 12000
+        outs.append(open(out, "rb").read())
+    assert outs[0] == outs[1]

@@ -189,10 +189,6 @@ def train_cmd(
       rfcli train co2.train.parquet --model gpr --label y --features glf -o gp.npz
     """
     if model == "gpr":
-        if engine == "dask":
-            from rfcli.errors import UsageError
-
-            raise UsageError("--engine dask trains krr so far; train gpr locally")
         _train_gpr(
             ui,
             input_path,
@@ -212,6 +208,7 @@ def train_cmd(
             standardize,
             seed,
             overwrite,
+            dask_settings(engine, scheduler, workers),
         )
         return
     settings = TrainSettings(
@@ -267,6 +264,7 @@ def _train_gpr(
     standardize,
     seed,
     overwrite,
+    dask,
 ):
     from rfcli.gp_training import GPRSettings, train_gpr
     from rfcli.pipeline import ReadSettings
@@ -285,6 +283,8 @@ def _train_gpr(
         cutoff=cutoff,
         standardize=standardize,
         seed=seed,
+        engine="dask" if dask is not None else "local",
+        dask=dask,
     )
     _, r = train_gpr(
         input_path,

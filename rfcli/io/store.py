@@ -123,6 +123,10 @@ class FeatureStore:
                 f"{path}: bad metadata: n_rows is {self.n_rows}, the codes hold {codes_rows} rows"
             )
         self._encoder: Encoder | None = None
+        self._require_complete = require_complete
+
+    def __reduce__(self):  # pickled by path (Dask moves data slices between workers)
+        return FeatureStore, (self.path, self._require_complete)
 
     @property
     def encoder(self) -> Encoder:

@@ -41,7 +41,8 @@ def validation_mask(seed: int, row0: int, n: int, fraction: float) -> np.ndarray
 
 
 class StoreData:
-    """Passes over a store's decoded features and labels."""
+    """Passes over a store's decoded features and labels (rows ``start .. stop-1``: all of
+    them, or one slice of the Dask engine)."""
 
     def __init__(
         self,
@@ -49,12 +50,16 @@ class StoreData:
         normalized: bool = False,
         chunk_rows: int | None = None,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        start: int = 0,
+        stop: int | None = None,
     ):
         self.store = store
         self.encoder: Encoder = store.encoder
         self.normalized = normalized
         self.chunk_rows = chunk_rows or min(store.chunk_rows, 8192)
-        self.n_rows = store.n_rows
+        self.start = start
+        self.stop = store.n_rows if stop is None else min(stop, store.n_rows)
+        self.n_rows = max(self.stop - self.start, 0)
         self._cache: list[tuple[EncodedChunk, np.ndarray | None]] | None = None
         self._cached = False
         self.set_cache_budget(cache_bytes)
@@ -62,7 +67,7 @@ class StoreData:
     def set_cache_budget(self, cache_bytes: int) -> None:
         """Keep the packed codes in memory between passes if they fit ``cache_bytes``
         (before the first pass)."""
-        packed_bytes = self.store.n_rows * self.store.layout["row_bytes"]
+        packed_bytes = self.n_rows * self.store.layout["row_bytes"]
         if not self._cached:
             self._cache = [] if packed_bytes <= cache_bytes else None
 
@@ -70,23 +75,22 @@ class StoreData:
     def label_name(self) -> str | None:
         return (self.store.label_info or {}).get("name")
 
-    def _encoded(
-        self, start: int = 0, stop: int | None = None
-    ) -> Iterator[tuple[EncodedChunk, np.ndarray | None]]:
-        if start or stop is not None:  # a row range (one task of the Dask engine): no cache
-            for ch in self.store.iter_encoded(self.chunk_rows, start, stop):
-                yield ch, self.store.label_values(ch.row0, ch.row0 + len(ch.packed))
-            return
+    def _encoded(self) -> Iterator[tuple[EncodedChunk, np.ndarray | None]]:
         if self._cached:
             yield from self._cache
             return
         fill = self._cache is not None
-        for ch in self.store.iter_encoded(self.chunk_rows):
+        for ch in self.store.iter_encoded(self.chunk_rows, self.start, self.stop):
             item = (ch, self.store.label_values(ch.row0, ch.row0 + len(ch.packed)))
             if fill:
                 self._cache.append(item)
             yield item
         self._cached = fill
+
+    def load(self) -> None:
+        """Read the packed codes into the cache now (when the budget allows a cache)."""
+        for _ in self._encoded():
+            pass
 
     def labels(self) -> Iterator[tuple[int, np.ndarray]]:
         """(row0, label values) per chunk, without decoding features."""
@@ -98,14 +102,12 @@ class StoreData:
             for ch, y in self._cache:
                 yield ch.row0, y
             return
-        for r0 in range(0, self.n_rows, self.chunk_rows):  # labels only: no codes read
-            yield r0, self.store.label_values(r0, min(r0 + self.chunk_rows, self.n_rows))
+        for r0 in range(self.start, self.stop, self.chunk_rows):  # labels only: no codes read
+            yield r0, self.store.label_values(r0, min(r0 + self.chunk_rows, self.stop))
 
-    def batches(
-        self, with_ids: bool = False, start: int = 0, stop: int | None = None
-    ) -> Iterator[Batch]:
+    def batches(self, with_ids: bool = False) -> Iterator[Batch]:
         dec = self.encoder.decode
-        for ch, y in self._encoded(start, stop):
+        for ch, y in self._encoded():
             n = len(ch.packed)
             ids = self.store.ids(ch.row0, ch.row0 + n) if with_ids else {}
             yield Batch(ch.row0, dec(ch.packed, ch.norms, ch.row_scale, self.normalized), y, ids)

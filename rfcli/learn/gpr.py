@@ -48,6 +48,17 @@ class GPStats:
         self.sy += float(y.sum())
         self.n += len(y)
 
+    def __add__(self, other: GPStats) -> GPStats:
+        out = GPStats(len(self.c))
+        out.n, out.G, out.c, out.s = (
+            self.n + other.n,
+            self.G + other.G,
+            self.c + other.c,
+            self.s + other.s,
+        )
+        out.yty, out.sy = self.yty + other.yty, self.sy + other.sy
+        return out
+
     def standardized(self) -> tuple[float, float, np.ndarray, float]:
         """(mean, std, c and y'y of the standardized targets (y - mean)/std)."""
         if self.n < 2:

@@ -63,6 +63,11 @@ class RidgeStats:
         self.n += other.n
         return self
 
+    def __add__(self, other: RidgeStats) -> RidgeStats:
+        out = RidgeStats(self.m, self.k)
+        out.S, out.n = self.S + other.S, self.n + other.n
+        return out
+
     # views of the statistics (all in S's upper triangle)
     @property
     def G(self) -> np.ndarray:

@@ -20,7 +20,7 @@ decreasing 0.5 -> 0.05 -> 0.005 (warm-started); the smoothed objective is within
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import scipy.linalg as sla
@@ -54,8 +54,34 @@ def _loss(u: np.ndarray, loss: str, delta: float) -> tuple[np.ndarray, np.ndarra
     return val, der
 
 
+def loss_terms(
+    rows: Iterable[tuple[np.ndarray, np.ndarray]],
+    W32: np.ndarray,
+    b: np.ndarray,
+    C: float,
+    loss: str,
+    delta: float,
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """The data term of the objective over ``rows`` ((F float32 (n, m), Ypm (n, k)) chunks):
+    (sum of the losses, its gradient in W times C, in b times C).  Additive over rows."""
+    m, k = W32.shape
+    gW = np.zeros((m, k))
+    gb = np.zeros(k)
+    total = 0.0
+    for F, Y in rows:
+        u = 1.0 - Y * ((F @ W32).astype(np.float64) + b)
+        val, der = _loss(u, loss, delta)
+        total += val.sum()
+        gS = -(C * der * Y)
+        gW += (F.T @ gS.astype(np.float32)).astype(np.float64)
+        gb += gS.sum(0)
+    return total, gW, gb
+
+
 def fit_svm(
-    passes: Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]],
+    evaluate: Callable[
+        [np.ndarray, np.ndarray, float, float], tuple[float, np.ndarray, np.ndarray]
+    ],
     m: int,
     k: int,
     C: float,
@@ -67,8 +93,9 @@ def fit_svm(
     gram: np.ndarray | None = None,
     rho: float = 0.1,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Minimize the primal; ``passes()`` yields (F float32 (n, m), Ypm float (n, k) in {-1, +1})
-    chunks for one pass.  Returns W (m, k), b (k,), and a report.
+    """Minimize the primal; ``evaluate(W32, b, C, delta)`` makes one pass over the data and
+    returns :func:`loss_terms` over all rows (Ypm in {-1, +1}).  Returns W (m, k), b (k,),
+    and a report.
 
     ``gram``: the (m+1, m+1) Gram matrix of ``[phi, 1]`` over the rows, for preconditioning:
     L-BFGS runs in variables ``V = L' [W; b]`` with ``L L' = diag(1..1, 0) + 2 C rho gram``,
@@ -92,17 +119,7 @@ def fit_svm(
 
     def objective(theta: np.ndarray, delta: float) -> tuple[float, np.ndarray]:
         W, b = to_wb(theta)
-        W32 = W.astype(np.float32)
-        gW = np.zeros((m, k))
-        gb = np.zeros(k)
-        total = 0.0
-        for F, Y in passes():
-            u = 1.0 - Y * ((F @ W32).astype(np.float64) + b)
-            val, der = _loss(u, loss, delta)
-            total += val.sum()
-            gS = -(C * der * Y)
-            gW += (F.T @ gS.astype(np.float32)).astype(np.float64)
-            gb += gS.sum(0)
+        total, gW, gb = evaluate(W.astype(np.float32), b, C, delta)
         state["evals"] += 1
         f = 0.5 * np.sum(W * W) + C * total
         g = np.vstack([gW + W, gb[None, :]]) if fit_intercept else gW + W

@@ -10,7 +10,7 @@ from scipy.optimize import minimize
 from rfcli import EncodeSettings, FeatureStore, ReadSettings, encode
 from rfcli.errors import ConfigError, IncompatibleError, UsageError
 from rfcli.io.models_io import load_model
-from rfcli.learn.svm import fit_svm
+from rfcli.learn.svm import fit_svm, loss_terms
 from rfcli.training import TrainSettings, evaluate, predict, train
 from tests.conftest import write_parquet
 
@@ -105,9 +105,9 @@ def test_svm_primal_reaches_dual_optimum(loss, rel):
     y = np.sign(F[:, 0] + 0.5 * F[:, 1] + 0.3 * rng.normal(size=n))
     C = 2.0
 
-    def passes():
-        yield F[:120], y[:120, None]
-        yield F[120:], y[120:, None]
+    def passes(W32, b, C, delta):
+        rows = [(F[:120], y[:120, None]), (F[120:], y[120:, None])]
+        return loss_terms(rows, W32, b, C, loss, delta)
 
     W, b, rep = fit_svm(passes, m, 1, C, loss=loss, fit_intercept=False, tol=1e-12, max_iter=5000)
     dual = svm_dual_objective(F.astype(np.float64), y, C, loss)
@@ -125,8 +125,8 @@ def test_svm_preconditioned_equals_plain():
     Y = -np.ones((n, k))
     Y[np.arange(n), idx] = 1
 
-    def passes():
-        yield F, Y
+    def passes(W32, b, C, delta):
+        return loss_terms([(F, Y)], W32, b, C, "squared_hinge", delta)
 
     G = np.zeros((m + 1, m + 1))
     Fa = np.hstack([F.astype(np.float64), np.ones((n, 1))])
