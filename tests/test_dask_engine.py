@@ -247,3 +247,71 @@ def test_predict_on_dask_writes_the_same_file(tmp_path, dataset, letter_store, s
         assert n == 12000
         outs.append(open(out, "rb").read())
     assert outs[0] == outs[1]
+
+
+# -- a worker process killed mid-job -------------------------------------------------------------
+@pytest.fixture
+def cluster():
+    """A cluster of its own: its workers get killed (their nannies start new ones)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as c:  # fmt: skip
+        yield c.scheduler_address
+
+
+def _kill_this_worker():
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_mid_encode_still_gives_the_identical_store(tmp_path, dataset, cluster,
+                                                                    monkeypatch):  # fmt: skip
+    """The second task writes its first rows, then its worker process dies (SIGKILL): the
+    scheduler reschedules the task, which rewrites its whole region."""
+    from rfcli import dask_engine
+
+    original = dask_engine._encode_task
+    marker = str(tmp_path / "killed")
+
+    def dies_once(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows):
+        if start > 0 and not os.path.exists(marker):
+            open(marker, "w").close()
+            original(path, sel, encoder, tmp, start, start + chunk_rows, on_nan, chunk_rows)
+            _kill_this_worker()
+        return original(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows)
+
+    monkeypatch.setattr(dask_engine, "_encode_task", dies_once)
+    kw, read = SETTINGS[1], ReadSettings(label="label", ids=["name"])
+    encode(dataset, str(tmp_path / "a.zarr"), EncodeSettings(**kw), read)
+    encode(dataset, str(tmp_path / "b.zarr"), EncodeSettings(**kw), read, **on_dask(cluster))
+    assert os.path.exists(marker)
+    assert tree(tmp_path / "a.zarr") == tree(tmp_path / "b.zarr")
+
+
+def test_a_worker_killed_during_svm_training(tmp_path, letter_store, cluster, monkeypatch):
+    """The SVM's slices live in the workers' memory; a worker dies in the 4th pass: its
+    slices are read again from the store and the result is the same as without the kill
+    (the tree of sums does not depend on which worker computed what)."""
+    from rfcli import training
+
+    original = training._svm_pass
+    counter = str(tmp_path / "calls")
+    os.makedirs(counter)
+
+    def dies_once(data, *args):
+        calls = len(os.listdir(counter))
+        open(os.path.join(counter, str(calls)), "w").close()
+        if calls == 10 and not os.path.exists(counter + ".killed"):
+            open(counter + ".killed", "w").close()
+            _kill_this_worker()
+        return original(data, *args)
+
+    kw = dict(model="svm", C=1.0, max_iter=8)
+    clean = train(letter_store, None, TrainSettings(**kw, **on_dask(cluster)))
+    monkeypatch.setattr(training, "_svm_pass", dies_once)
+    killed = train(letter_store, None, TrainSettings(**kw, **on_dask(cluster)))
+    assert os.path.exists(counter + ".killed")
+    np.testing.assert_array_equal(killed.model.W, clean.model.W)
+    assert killed.report["objective"] == clean.report["objective"]
