@@ -10,7 +10,6 @@ per step (seed 003 section 4.3).
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ import numpy as np
 
 from rfcli.encoder import Encoder
 from rfcli.errors import InputError, OutputError, UsageError
+from rfcli.io import location
 from rfcli.io.models_io import save_model
 from rfcli.io.readers import ParquetSource, iter_chunks, open_source, select_columns
 from rfcli.io.store import FeatureStore
@@ -178,7 +178,7 @@ def train_gpr(
     _check(s)
     read = read or ReadSettings()
     progress = progress or NullProgress()
-    if output is not None and os.path.exists(output) and not overwrite:
+    if output is not None and location.exists(output) and not overwrite:
         raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
     engine = _Engine(s, progress)
     try:
@@ -192,7 +192,7 @@ def _train_gpr(input_path, output, s, read, engine, overwrite, progress):
     report: dict[str, Any] = {"model": "gpr", "features_kind": s.features, "kernel": s.kernel}
     lo, hi = s.lengthscale_bounds
     ell0 = s.lengthscale or float(np.sqrt(lo * hi))
-    is_store = os.path.isdir(input_path) and os.path.isfile(os.path.join(input_path, "zarr.json"))
+    is_store = location.is_store(input_path)
     passes = 1
     if is_store:
         store = FeatureStore(input_path)

@@ -17,6 +17,7 @@ from typing import Any
 from rfcli.encoder import Encoder, map_fingerprint
 from rfcli.errors import InputError, Interrupted, UsageError
 from rfcli.fitting import EMPIRICAL_SAMPLE, BottomK, EncoderFitter, fit_empirical
+from rfcli.io import location
 from rfcli.io.readers import (
     Chunk,
     Selection,
@@ -148,7 +149,10 @@ def encode(
 
     ``engine="dask"`` runs the encode on a Dask cluster (``dask``: a
     :class:`rfcli.dask_engine.DaskSettings`), byte-identical to the local engine.
+    Paths may be fsspec URLs (see :mod:`rfcli.io.location`).
     """
+    input_path = location.normalize(input_path)
+    output = location.normalize(output or default_output(input_path))
     if engine == "dask":
         if resume:
             raise UsageError("--resume is for the local engine (a Dask encode is retried by Dask)")
@@ -156,7 +160,7 @@ def encode(
 
         return encode_dask(
             input_path,
-            output or default_output(input_path),
+            output,
             settings or EncodeSettings(),
             read or ReadSettings(),
             like=like,
@@ -174,7 +178,6 @@ def encode(
         raise UsageError(f"--threads must be >= 1, got {threads}")
     if read.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be >= 1, got {read.chunk_rows}")
-    output = output or default_output(input_path)
     from rfcli.io.store import prepare_output
 
     prepare_output(output, overwrite)
@@ -185,7 +188,12 @@ def encode(
     writer = None
     if resume and input_path == "-":
         raise UsageError("--resume needs a file input (stdin cannot be read again)")
-    readable = input_path != "-" and (os.path.exists(input_path) or "*" in input_path)
+    if resume and location.is_url(output):
+        raise UsageError(
+            "--resume needs a local output store (a URL store is written in place, not as a "
+            "partial store)"
+        )
+    readable = input_path != "-" and (location.exists(input_path) or "*" in input_path)
     key = resume_key(input_path, settings, read, like) if readable else None
     if resume and os.path.isdir(partial_path(output)):
         writer = StoreWriter.resume(output, key, overwrite=overwrite)
@@ -247,7 +255,7 @@ def new_writer(output, encoder, sel, input_path, overwrite, key, settings, like)
         encoder,
         label=sel.label,
         ids=sel.ids,
-        source={"path": os.path.basename(input_path), "columns": sel.features},
+        source={"path": os.path.basename(input_path.rstrip("/")), "columns": sel.features},
         overwrite=overwrite,
         resume_key=key,
         chunk_rows=settings.store_chunk_rows if like is None else None,
@@ -287,8 +295,8 @@ def resume_key(input_path: str, settings: EncodeSettings, read: ReadSettings, li
     else:
         files = [input_path]
     ident = {
-        "input": os.path.abspath(input_path),
-        "files": [(os.path.abspath(f), os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files],
+        "input": input_path if location.is_url(input_path) else os.path.abspath(input_path),
+        "files": [location.file_ident(f) for f in files],
         "settings": asdict(settings),
         "read": {k: v for k, v in asdict(read).items() if k != "chunk_rows"},
         "like": FeatureStore(like).meta["fingerprint"] if like else None,
@@ -363,9 +371,9 @@ def decode(
 
 def load_encoder(path: str) -> Encoder:
     """The encoder of a store (directory) or of a model file (.npz)."""
-    if os.path.isdir(path):
+    if location.isdir(path):
         return FeatureStore(path).encoder
-    if not os.path.exists(path):
+    if not location.exists(path):
         raise InputError(f"{path}: no such store or model file")
     from rfcli.io.models_io import load_model
 

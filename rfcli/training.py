@@ -83,9 +83,9 @@ def train(
     _check(settings)
     progress = progress or NullProgress()
     if output is not None:
-        import os
+        from rfcli.io import location
 
-        if os.path.exists(output) and not overwrite:
+        if location.exists(output) and not overwrite:
             from rfcli.errors import OutputError
 
             raise OutputError(f"{output}: already exists (use --overwrite to replace it)")

@@ -5,8 +5,8 @@ the store the model was trained on, so raw data can be encoded exactly the same 
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import zipfile
 from typing import Any
 
@@ -15,6 +15,7 @@ import numpy as np
 from rfcli._version import __version__
 from rfcli.encoder import Encoder
 from rfcli.errors import ConfigError, InputError, OutputError
+from rfcli.io import location
 from rfcli.io.atomic import atomic_write
 from rfcli.learn.linear import LinearModel
 from rfcli.registry import require
@@ -30,7 +31,8 @@ def save_model(
     extra: dict[str, Any] | None = None,
     overwrite=False,
 ):
-    if os.path.exists(path) and not overwrite:
+    path = location.normalize(path)
+    if location.exists(path) and not overwrite:
         raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
     mcfg, marrays = model.to_state()
     ecfg, earrays = encoder.to_state()
@@ -46,16 +48,23 @@ def save_model(
     arrays = {f"model/{k}": v for k, v in marrays.items()}
     arrays.update({f"encoder/{k}": v for k, v in earrays.items()})
     arrays["__meta__"] = np.array(json.dumps(meta))
-    atomic_write(path, lambda f: np.savez(f, **arrays))
+    if location.is_url(path):  # one object, written whole
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        location.write_bytes(path, buf.getvalue())
+    else:
+        atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
 def load_model(path: str) -> tuple[LinearModel, Encoder, dict[str, Any]]:
-    if not os.path.isfile(path):
+    path = location.normalize(path)
+    if not location.isfile(path):
         raise InputError(f"{path}: no such model file")
-    if not zipfile.is_zipfile(path):
+    src = io.BytesIO(location.read_bytes(path)) if location.is_url(path) else path
+    if not zipfile.is_zipfile(src):
         raise ConfigError(f"{path}: not an rfcli model file (not a .npz archive)")
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with np.load(src, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
         raise ConfigError(f"{path}: not an rfcli model file ({e})") from None

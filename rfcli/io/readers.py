@@ -20,6 +20,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from rfcli.errors import InputError, UsageError, first_line
+from rfcli.io import location
 
 FORMATS = ("parquet", "csv", "zarr")
 NAN_POLICIES = ("error", "drop", "zero")
@@ -44,6 +45,10 @@ def detect_format(path: str, fmt: str | None = None) -> str:
     if path == "-":
         return "csv"
     p = path.rstrip("/").lower()
+    if location.is_url(path):
+        if p.endswith((".csv", ".csv.gz", ".tsv", ".txt", ".zarr")):
+            raise UsageError(f"{path}: URL inputs are Parquet (a file, a prefix or a glob)")
+        return "parquet"
     if p.endswith(".zarr") or os.path.isfile(os.path.join(path, "zarr.json")):
         return "zarr"
     if is_glob(path) or os.path.isdir(path):
@@ -83,10 +88,22 @@ def is_glob(path: str) -> bool:
     return any(c in path for c in "*?[")
 
 
+def _is_parquet_name(name: str) -> bool:
+    """A data file of a partitioned dataset (not a hidden or _metadata-like file)."""
+    return name.lower().endswith((".parquet", ".pq")) and not name.startswith((".", "_"))
+
+
 def parquet_files(path: str) -> list[str]:
     """The files of a Parquet input: the file itself, every ``*.parquet``/``*.pq`` file under
     a directory (recursively, e.g. Hive partitions ``key=value/``), or a glob's matches;
     sorted by path, which fixes the row order."""
+    if location.is_url(path):
+        if location.isfile(path):
+            return [path]
+        files = [f for f in location.list_files(path) if _is_parquet_name(f.rsplit("/", 1)[-1])]
+        if not files:
+            raise InputError(f"{path}: no Parquet files found")
+        return files
     if is_glob(path):
         import glob
 
@@ -96,7 +113,7 @@ def parquet_files(path: str) -> list[str]:
             os.path.join(root, f)
             for root, _, names in os.walk(path)
             for f in names
-            if f.lower().endswith((".parquet", ".pq")) and not f.startswith((".", "_"))
+            if _is_parquet_name(f)
         )
     else:
         return [path]
@@ -139,7 +156,11 @@ class ParquetSource(Source):
             try:
                 # pre_buffer caches every row group's column chunks until the iteration ends
                 # (memory growing with the file); read row group by row group instead
-                self._open[f] = pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
+                src = f
+                if location.is_url(f):
+                    fs, p = location.filesystem(f)
+                    src = fs.open(p, "rb")
+                self._open[f] = pq.ParquetFile(src, pre_buffer=False, buffer_size=1 << 20)
             except FileNotFoundError:
                 raise InputError(f"{f}: no such file") from None
             except (pa.ArrowException, OSError) as e:
@@ -300,6 +321,9 @@ class ZarrSource(Source):
 
 def open_source(path: str, fmt: str | None = None, spool_stdin: bool = False) -> Source:
     fmt = detect_format(path, fmt)
+    if location.is_url(path):
+        return ParquetSource(location.normalize(path))
+    path = location.normalize(path)
     if path != "-" and not os.path.exists(path) and not is_glob(path):
         raise InputError(f"{path}: no such file")
     if path != "-" and os.path.isfile(path) and not os.access(path, os.R_OK):

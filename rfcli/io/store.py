@@ -29,6 +29,7 @@ import zarr
 from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import ConfigError, StoreError, first_line
+from rfcli.io import location
 from rfcli.registry import require
 
 FORMAT = "rfcli-feature-store"
@@ -83,8 +84,10 @@ class FeatureStore:
     """Read access to a store; refuses incomplete or unknown-version stores by default."""
 
     def __init__(self, path: str, require_complete: bool = True):
-        self.path = path
-        if not os.path.isdir(path):
+        self.path = path = location.normalize(path)
+        self.remote = location.is_url(path)
+        self._keys: set[str] | None = None
+        if not location.isdir(path):
             partial = path.rstrip("/") + ".partial"
             hint = f" (an interrupted encode left {partial})" if os.path.isdir(partial) else ""
             raise StoreError(f"{path}: no such store{hint}")
@@ -193,12 +196,21 @@ class FeatureStore:
         cr = self.chunk_rows
         for i in range(r0 // cr, (r1 - 1) // cr + 1):
             for name, key in (("codes", (str(i), "0")), ("norms", (str(i),))):
-                if not os.path.isfile(os.path.join(self.path, name, "c", *key)):
+                if not self._has_file(name, "c", *key):
                     last = min((i + 1) * cr, self.n_rows) - 1
                     raise StoreError(
                         f"{self.path}: {name} chunk {i} (rows {i * cr}..{last}) is missing: the "
                         "store is damaged (`rfcli inspect --verify` lists the damage)"
                     )
+
+    def _has_file(self, *parts: str) -> bool:
+        if not self.remote:
+            return os.path.isfile(os.path.join(self.path, *parts))
+        if self._keys is None:  # one listing of the store instead of a request per chunk
+            fs, p = location.filesystem(self.path)
+            root = fs._strip_protocol(p).rstrip("/") + "/"
+            self._keys = {q[len(root) :] for q in fs.find(root)}
+        return "/".join(parts) in self._keys
 
     def iter_features(
         self, normalized: bool = False, chunk_rows: int | None = None
@@ -224,12 +236,18 @@ class FeatureStore:
         return {k: self.group[f"ids/{k}"][start:stop] for k in self.meta.get("ids", [])}
 
     def nbytes_on_disk(self) -> int:
+        if self.remote:
+            fs, p = location.filesystem(self.path)
+            return int(fs.du(p))
         total = 0
         for root, _, files in os.walk(self.path):
             total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
         return total
 
     def codes_nbytes_on_disk(self) -> int:
+        if self.remote:
+            fs, p = location.filesystem(location.join(self.path, "codes"))
+            return int(fs.du(p))
         p = os.path.join(self.path, "codes")
         return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(p) for f in fs)
 

@@ -15,6 +15,7 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import OutputError, StoreError, UsageError, first_line
+from rfcli.io import location
 from rfcli.io.store import ATTR, FORMAT, FORMAT_VERSION
 
 
@@ -29,8 +30,10 @@ def _compressors():
 
 
 def prepare_output(path: str, overwrite: bool) -> None:
-    if os.path.exists(path) and not overwrite:
+    if location.exists(path) and not overwrite:
         raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
+    if location.is_url(path):
+        return  # object stores have no directories to check
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise OutputError(f"{path}: directory {parent} does not exist")
@@ -74,10 +77,12 @@ class StoreWriter:
         chunk_rows: int | None = None,
     ):
         prepare_output(path, overwrite)
-        self.path = path
-        self.tmp = partial_path(path)
-        if os.path.exists(self.tmp):
-            shutil.rmtree(self.tmp)
+        self.path = path = location.normalize(path)
+        # object storage has no rename: a URL store is written in place (the replaced store
+        # is deleted first) and becomes complete when the completion marker is written
+        self.remote = location.is_url(path)
+        self.tmp = path if self.remote else partial_path(path)
+        location.remove_tree(self.tmp)
         self.encoder = encoder
         if chunk_rows is not None and (isinstance(chunk_rows, bool) or chunk_rows < 1):
             raise UsageError(f"--store-chunk-rows must be a positive integer, got {chunk_rows}")
@@ -150,6 +155,7 @@ class StoreWriter:
             return None
         self = cls.__new__(cls)
         self.path, self.tmp, self.group, self.meta = path, tmp, group, meta
+        self.remote = False
         from rfcli.io.store import FeatureStore
 
         self.encoder = FeatureStore(tmp, require_complete=False).encoder
@@ -322,6 +328,8 @@ class StoreWriter:
         self.meta["n_rows"] = self.n_rows
         self.meta["complete"] = True
         self.group.attrs[ATTR] = self.meta
+        if self.remote:
+            return self.path
         if os.path.exists(self.path):
             old = self.path.rstrip("/") + ".old"
             shutil.rmtree(old, ignore_errors=True)
@@ -333,7 +341,7 @@ class StoreWriter:
         return self.path
 
     def abort(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        location.remove_tree(self.tmp)
 
 
 class RegionWriter:

@@ -41,8 +41,13 @@ def _chunk_files(store_path: str, name: str, n_rows: int, chunk_rows: int, ndim:
 
 def verify_store(path: str, progress: Callable[[int], None] | None = None) -> VerifyReport:
     """Check every chunk and every piece of metadata of the store at ``path``."""
+    from rfcli.errors import UsageError
+    from rfcli.io import location
     from rfcli.io.store import FeatureStore
 
+    if location.is_url(path):
+        raise UsageError(f"{path}: --verify checks local stores (copy it here first)")
+    path = location.normalize(path)
     rep = VerifyReport(path)
     try:
         store = FeatureStore(path, require_complete=False)

@@ -168,9 +168,9 @@ def open_data(
     chunk_rows: int = 8192,
 ):
     """A store encoded with ``encoder`` (checked by fingerprint) or raw data."""
-    import os
+    from rfcli.io import location
 
-    if os.path.isdir(path) and os.path.isfile(os.path.join(path, "zarr.json")):
+    if location.is_store(path):
         import zarr
 
         attrs = dict(zarr.open_group(path, mode="r").attrs)

@@ -1,0 +1,127 @@
+"""Where a path points: the local file system, or an fsspec URL (``s3://``, ``gs://``,
+``az://``, ``memory://``, ...) for stores, model files and Parquet inputs.
+
+``file://`` URLs are local paths (every local guarantee holds: atomic renames, resume).
+Other URLs go through fsspec and the protocol's package (s3fs for ``s3://``, gcsfs for
+``gs://``, adlfs for ``az://``), imported only when such a URL is given; fsspec's own
+options come from its configuration and the usual environment variables (AWS_*, ...).
+"""
+
+from __future__ import annotations
+
+import os
+
+from rfcli.errors import InputError, UsageError, first_line
+
+_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs",
+             "abfs": "adlfs", "abfss": "adlfs", "http": "aiohttp", "https": "aiohttp"}  # fmt: skip
+
+
+def normalize(path: str) -> str:
+    """``file://`` URLs become local paths; everything else is returned as given."""
+    return path[len("file://") :] if path.startswith("file://") else path
+
+
+def is_url(path: str) -> bool:
+    """True for a (non-file) fsspec URL."""
+    return "://" in normalize(path)
+
+
+def filesystem(url: str):
+    """(fsspec filesystem, path within it) of a URL; a one-line error when the protocol's
+    package is missing."""
+    protocol = url.split("://", 1)[0]
+    try:
+        from fsspec.core import url_to_fs
+    except ImportError:
+        raise UsageError(f"{url}: URLs need fsspec (pip install fsspec)") from None
+    try:
+        return url_to_fs(url)
+    except ImportError:
+        pkg = _PACKAGES.get(protocol, f"the fsspec package for {protocol}://")
+        raise UsageError(f"{url}: {protocol}:// URLs need {pkg} (pip install {pkg})") from None
+    except ValueError as e:
+        raise UsageError(f"{url}: unknown URL protocol ({first_line(e)})") from None
+
+
+def join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *parts]) if is_url(base) else os.path.join(base, *parts)
+
+
+def exists(path: str) -> bool:
+    path = normalize(path)
+    if not is_url(path):
+        return os.path.exists(path)
+    fs, p = filesystem(path)
+    return fs.exists(p)
+
+
+def isdir(path: str) -> bool:
+    path = normalize(path)
+    if not is_url(path):
+        return os.path.isdir(path)
+    fs, p = filesystem(path)
+    return fs.isdir(p)
+
+
+def isfile(path: str) -> bool:
+    path = normalize(path)
+    if not is_url(path):
+        return os.path.isfile(path)
+    fs, p = filesystem(path)
+    return fs.isfile(p)
+
+
+def is_store(path: str) -> bool:
+    """A Zarr group at ``path`` (an rfcli store if its attributes say so)."""
+    return isdir(path) and isfile(join(normalize(path), "zarr.json"))
+
+
+def remove_tree(path: str) -> None:
+    """Delete a directory (prefix) and everything under it; missing is fine."""
+    path = normalize(path)
+    if not is_url(path):
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    fs, p = filesystem(path)
+    if fs.exists(p):
+        fs.rm(p, recursive=True)
+
+
+def read_bytes(path: str) -> bytes:
+    fs, p = filesystem(path)
+    try:
+        with fs.open(p, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """One object written whole (object stores make a single PUT atomic)."""
+    fs, p = filesystem(path)
+    with fs.open(p, "wb") as f:
+        f.write(data)
+
+
+def list_files(url: str) -> list[str]:
+    """Every file under a URL prefix, or a glob's matches, as URLs (sorted)."""
+    fs, p = filesystem(url)
+    paths = fs.glob(p) if any(c in p for c in "*?[") else fs.find(p)
+    return sorted(fs.unstrip_protocol(q) for q in paths if fs.isfile(q))
+
+
+def file_ident(path: str) -> tuple:
+    """(path, size, modification time or version tag): what identifies a file's content
+    cheaply (the resume key of an encode)."""
+    path = normalize(path)
+    if not is_url(path):
+        st = os.stat(path)
+        return (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    fs, p = filesystem(path)
+    info = fs.info(p)
+    stamp = next((str(info[k]) for k in ("mtime", "LastModified", "updated", "ETag", "etag",
+                                         "created") if k in info), "")  # fmt: skip
+    return (path, info.get("size"), stamp)
