@@ -270,11 +270,13 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     K = len(targets.classes)
     k = 1 if K == 2 else K
 
-    def objective(which):
-        def one_pass(W32, b, C, delta):
-            return passes.reduce(
+    def objective(which, task):
+        def one_pass(W32, b, C, delta):  # progress: rows read, summed over passes
+            out = passes.reduce(
                 _svm_pass, targets, which, s.seed, s.val_fraction, W32, b, C, s.loss, delta
             )
+            task.advance(passes.n_rows)
+            return out
 
         return one_pass
 
@@ -291,8 +293,9 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
         val_acc = {}
         best = (-1.0, None, None)
         for C in C_GRID:
-            with progress.task(f"svm C={C:g}", None):
-                W, b, rep = fit_svm(objective("train"), m, k, C, warm=warm, gram=gram, **fitkw)
+            with progress.task(f"svm C={C:g}", None) as task:
+                W, b, rep = fit_svm(objective("train", task), m, k, C, warm=warm, gram=gram,
+                                    **fitkw)  # fmt: skip
             warm = (W, b)
             (acc,) = _val_accuracy(passes, targets, s, [(W, b)], None, "-C")
             val_acc[C] = acc
@@ -303,9 +306,9 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
         fit_stats += val_stats
     else:
         C = float(s.C) if s.C != "auto" else 1.0
-    with progress.task(f"svm C={C:g} (all rows)", None):
+    with progress.task(f"svm C={C:g} (all rows)", None) as task:
         W, b, rep = fit_svm(
-            objective("all"), m, k, C, warm=warm, gram=_augmented_gram(fit_stats), **fitkw
+            objective("all", task), m, k, C, warm=warm, gram=_augmented_gram(fit_stats), **fitkw
         )
     report.update(rep)
     return LinearSVM(targets, W, b, s.normalized), report

@@ -65,6 +65,12 @@ def _debug(ctx) -> bool:
 
 
 def _fail(ctx, msg: str, code: int):
+    import logging
+
+    # an interrupted or failed write may leave zarr's I/O tasks pending; asyncio would
+    # report them ("Task was destroyed but it is pending!") at exit, after the one line
+    # that must end stderr
+    logging.getLogger("asyncio").disabled = True
     click.echo(msg, err=True)
     ctx.exit(code)
 

@@ -230,7 +230,9 @@ class CsvSource(Source):
         try:
             return pacsv.open_csv(
                 self._file,
-                read_options=pacsv.ReadOptions(block_size=self._block),
+                # single-threaded parsing: pyarrow then names the row of a parse error
+                # (with threads the message depends on scheduling)
+                read_options=pacsv.ReadOptions(block_size=self._block, use_threads=False),
                 convert_options=convert,
             )
         except FileNotFoundError:

@@ -102,3 +102,22 @@ def test_gpr_rff_baseline_and_errors(tmp_path):
         tmp_path / "l.npz",
     )
     assert r.exit_code == 2 and "d <= 3" in r.stderr
+
+
+def test_gpr_and_predict_on_dask_through_the_cli(tmp_path):
+    """The CLI wiring of --engine dask for train --model gpr and predict (a local cluster of
+    2 workers started by rfcli): the same model report and the same predictions file."""
+    import pytest
+
+    pytest.importorskip("distributed")
+    outs = {}
+    for engine in ("local", "dask"):
+        model, pred = tmp_path / f"{engine}.npz", tmp_path / f"{engine}.csv"
+        r = invoke("train", QUAKES_TR, "--model", "gpr", "--label", "y", *FAST, "--engine",
+                   engine, "-o", model)  # fmt: skip
+        assert r.exit_code == 0, r.output
+        r = invoke("predict", model, QUAKES_TE, "--engine", engine, "-o", pred)
+        assert r.exit_code == 0, r.output
+        outs[engine] = np.loadtxt(pred, delimiter=",", skiprows=1)
+    # predictions of hyperparameters learned from statistics equal up to summation order
+    np.testing.assert_allclose(outs["dask"], outs["local"], rtol=1e-6, atol=1e-6)
