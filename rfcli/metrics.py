@@ -89,18 +89,43 @@ def classification_metrics(
 ) -> dict[str, float]:
     """Accuracy and macro-F1 (classes absent from both truth and prediction are skipped).
     ``true_idx`` may hold -1 for labels unseen in training (always wrong)."""
-    true_idx = np.asarray(true_idx)
-    pred_idx = np.asarray(pred_idx)
-    n = len(true_idx)
-    acc = float(np.mean(true_idx == pred_idx)) if n else float("nan")
-    f1s = []
-    for c in range(n_classes):
-        tp = np.sum((pred_idx == c) & (true_idx == c))
-        fp = np.sum((pred_idx == c) & (true_idx != c))
-        fn = np.sum((pred_idx != c) & (true_idx == c))
-        if tp + fp + fn:
-            f1s.append(2 * tp / (2 * tp + fp + fn))
-    return {"accuracy": acc, "macro_f1": float(np.mean(f1s)) if f1s else float("nan")}
+    acc = ClassificationAccumulator(n_classes)
+    acc.update(true_idx, pred_idx)
+    return acc.result()
+
+
+class ClassificationAccumulator:
+    """Streaming accuracy and macro-F1 from per-class counts (additive: partial results of
+    row slices sum to the whole)."""
+
+    def __init__(self, n_classes: int):
+        self.n = self.correct = 0
+        self.tp = np.zeros(n_classes, dtype=np.int64)
+        self.fp = np.zeros(n_classes, dtype=np.int64)
+        self.fn = np.zeros(n_classes, dtype=np.int64)
+
+    def update(self, true_idx: np.ndarray, pred_idx: np.ndarray) -> None:
+        true_idx, pred_idx = np.asarray(true_idx), np.asarray(pred_idx)
+        K = len(self.tp)
+        hit = true_idx == pred_idx
+        self.n += len(true_idx)
+        self.correct += int(hit.sum())
+        self.tp += np.bincount(pred_idx[hit], minlength=K)[:K]
+        self.fp += np.bincount(pred_idx[~hit], minlength=K)[:K]
+        t = true_idx[~hit]
+        self.fn += np.bincount(t[t >= 0], minlength=K)[:K]
+
+    def __add__(self, other: ClassificationAccumulator) -> ClassificationAccumulator:
+        out = ClassificationAccumulator(len(self.tp))
+        out.n, out.correct = self.n + other.n, self.correct + other.correct
+        out.tp, out.fp, out.fn = self.tp + other.tp, self.fp + other.fp, self.fn + other.fn
+        return out
+
+    def result(self) -> dict[str, float]:
+        acc = self.correct / self.n if self.n else float("nan")
+        seen = (self.tp + self.fp + self.fn) > 0
+        f1 = 2 * self.tp[seen] / (2 * self.tp[seen] + self.fp[seen] + self.fn[seen])
+        return {"accuracy": acc, "macro_f1": float(np.mean(f1)) if seen.any() else float("nan")}
 
 
 class RegressionAccumulator:
@@ -111,6 +136,12 @@ class RegressionAccumulator:
         self.sse = 0.0
         self.sy = 0.0
         self.syy = 0.0
+
+    def __add__(self, other: RegressionAccumulator) -> RegressionAccumulator:
+        out = RegressionAccumulator()
+        out.n, out.sse = self.n + other.n, self.sse + other.sse
+        out.sy, out.syy = self.sy + other.sy, self.syy + other.syy
+        return out
 
     def update(self, y: np.ndarray, pred: np.ndarray) -> None:
         y = np.asarray(y, dtype=np.float64)

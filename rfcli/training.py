@@ -20,7 +20,7 @@ from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm, loss_terms
 from rfcli.learn.targets import Targets
 from rfcli.memory import check_fits, learner_need, physical_memory
-from rfcli.metrics import RegressionAccumulator, classification_metrics, gaussian_nlpd_sum
+from rfcli.metrics import ClassificationAccumulator, RegressionAccumulator, gaussian_nlpd_sum
 from rfcli.progress import NullProgress, Progress
 
 MODELS = ("svm", "krr")
@@ -386,6 +386,26 @@ def _predict_pass(data, model) -> list[dict[str, np.ndarray]]:
     return [_prediction_columns(model, batch) for batch in data.batches(with_ids=True)]
 
 
+def _evaluate_pass(data, model):
+    """Metric accumulator (and the GP's NLPD sum) over a slice's rows: additive."""
+    targets = model.targets
+    if targets.task == "regression":
+        acc = RegressionAccumulator()
+    else:
+        acc = ClassificationAccumulator(len(targets.classes))
+    nlpd = 0.0
+    for batch in data.batches():
+        S = model.scores(batch.F)
+        if targets.task == "regression":
+            acc.update(batch.y, S[:, 0])
+            if hasattr(model, "std"):
+                y = np.asarray(batch.y, dtype=np.float64)
+                nlpd += gaussian_nlpd_sum(y, S[:, 0], model.std(batch.F))
+        else:
+            acc.update(targets.index(batch.y), S.argmax(1))
+    return acc, nlpd
+
+
 def _dask_passes_for(data, input_path: str, dask, progress):
     """Dask passes over ``data`` (a store, or Parquet read by the workers)."""
     from rfcli.dask_engine import DaskPasses, DaskSettings
@@ -403,46 +423,36 @@ def _dask_passes_for(data, input_path: str, dask, progress):
 
 
 def evaluate(
-    model_path: str, test_path: str, *, progress: Progress | None = None
+    model_path: str,
+    test_path: str,
+    *,
+    progress: Progress | None = None,
+    engine: str = "local",
+    dask: Any = None,
 ) -> dict[str, Any]:
-    """Metrics of a model on a store or raw data with the training label column."""
+    """Metrics of a model on a store or raw data with the training label column (on a Dask
+    cluster with ``engine="dask"``: the counts and sums of slices are added up)."""
+    if engine not in ("local", "dask"):
+        raise UsageError(f"--engine must be local or dask, got {engine!r}")
     model, encoder, meta = load_model(model_path)
     progress = progress or NullProgress()
     label = (meta.get("trained_on") or {}).get("label")
     t0 = time.perf_counter()
     data = open_data(test_path, encoder, model.normalized, label, require_label=True)
     targets = model.targets
-    reg = RegressionAccumulator()
-    truths, preds = [], []
-    n = 0
-    nlpd = 0.0
-    with progress.task("evaluating", data.n_rows) as task:
-        for batch in data.batches():
-            S = model.scores(batch.F)
-            if targets.task == "regression":
-                reg.update(batch.y, S[:, 0])
-                if hasattr(model, "std"):
-                    nlpd += gaussian_nlpd_sum(
-                        np.asarray(batch.y, dtype=np.float64), S[:, 0], model.std(batch.F)
-                    )
-            else:
-                truths.append(targets.index(batch.y))
-                preds.append(S.argmax(1))
-            n += len(batch)
-            task.advance(len(batch))
-    if n == 0:
-        raise InputError(f"{test_path}: no rows")
-    out: dict[str, Any] = {"model": model.kind, "task": targets.task, "rows": n}
-    if targets.task == "regression":
-        out.update(reg.result())
-        if hasattr(model, "std"):
-            out["nlpd"] = nlpd / n
+    if engine == "dask":
+        passes = _dask_passes_for(data, test_path, dask, progress)
     else:
-        out.update(
-            classification_metrics(
-                np.concatenate(truths), np.concatenate(preds), len(targets.classes)
-            )
-        )
+        passes = LocalPasses(data, progress)
+    with passes:
+        title = "evaluating" + (" (dask)" if engine == "dask" else "")
+        acc, nlpd = passes.reduce(_evaluate_pass, model, title=title)
+    if acc.n == 0:
+        raise InputError(f"{test_path}: no rows")
+    out: dict[str, Any] = {"model": model.kind, "task": targets.task, "rows": acc.n}
+    out.update(acc.result())
+    if targets.task == "regression" and hasattr(model, "std"):
+        out["nlpd"] = nlpd / acc.n
     q = encoder.quantizer
     out.update(
         {

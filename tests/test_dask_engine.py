@@ -315,3 +315,20 @@ def test_a_worker_killed_during_svm_training(tmp_path, letter_store, cluster, mo
     assert os.path.exists(counter + ".killed")
     np.testing.assert_array_equal(killed.model.W, clean.model.W)
     assert killed.report["objective"] == clean.report["objective"]
+
+
+@pytest.mark.parametrize("what", ["store", "parquet"])
+def test_evaluate_on_dask(tmp_path, dataset, letter_store, scheduler, monkeypatch, what):
+    """Accuracy and macro-F1 from per-class counts summed over slices: exactly the local
+    numbers (integer counts)."""
+    from rfcli import dask_engine
+    from rfcli.training import evaluate
+
+    monkeypatch.setattr(dask_engine, "SLICE_ROWS", 4096)
+    model = str(tmp_path / "m.npz")
+    train(letter_store, model, TrainSettings(model="krr", alpha=1.0))
+    src = letter_store if what == "store" else dataset
+    a = evaluate(model, src)
+    b = evaluate(model, src, **on_dask(scheduler))
+    assert a["rows"] == b["rows"] == 12000
+    assert (a["accuracy"], a["macro_f1"]) == (b["accuracy"], b["macro_f1"])

@@ -1,21 +1,48 @@
+"""Streaming metric accumulators: the same numbers as a direct computation, and additive
+over row slices (the Dask engine sums slices' accumulators)."""
+
 import numpy as np
 import pytest
 
-from rfcli.metrics import kernel_errors
+from rfcli.metrics import ClassificationAccumulator, RegressionAccumulator
 
 
-def test_kernel_errors_against_direct_formulas():
+def direct_macro_f1(t, p, K):
+    f1s = []
+    for c in range(K):
+        tp = sum(1 for a, b in zip(t, p, strict=True) if a == c and b == c)
+        fp = sum(1 for a, b in zip(t, p, strict=True) if a != c and b == c)
+        fn = sum(1 for a, b in zip(t, p, strict=True) if a == c and b != c)
+        if tp + fp + fn:
+            f1s.append(2 * tp / (2 * tp + fp + fn))
+    return np.mean(f1s)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_classification_accumulator(seed):
+    rng = np.random.default_rng(seed)
+    K, n = 6, 500
+    t = rng.integers(-1, K - 1, n)  # -1: a label unseen in training; class K-1 never true
+    p = np.where(rng.random(n) < 0.6, np.maximum(t, 0), rng.integers(0, K, n))
+    whole = ClassificationAccumulator(K)
+    whole.update(t, p)
+    parts = [ClassificationAccumulator(K) for _ in range(3)]
+    for acc, sl in zip(parts, np.array_split(np.arange(n), 3), strict=True):
+        acc.update(t[sl], p[sl])
+    summed = parts[0] + parts[1] + parts[2]
+    assert whole.result() == summed.result()
+    assert whole.result()["accuracy"] == np.mean(t == p)
+    assert whole.result()["macro_f1"] == pytest.approx(direct_macro_f1(t, p, K), rel=1e-12)
+
+
+def test_regression_accumulator_is_additive():
     rng = np.random.default_rng(0)
-    A = rng.normal(size=(30, 5))
-    K = A @ A.T
-    N = rng.normal(size=K.shape)
-    K_hat = 0.8 * K + 0.01 * (N + N.T)
-    e = kernel_errors(K, K_hat)
-    assert e["rel_frobenius"] == pytest.approx(np.sqrt(((K - K_hat) ** 2).sum() / (K**2).sum()))
-    assert e["rel_spectral"] == pytest.approx(
-        np.abs(np.linalg.eigvalsh(K - K_hat)).max() / np.linalg.eigvalsh(K).max(), rel=1e-9
-    )
-    # the best scale undoes the 0.8 shrinkage
-    assert e["beta_frobenius"] == pytest.approx(1 / 0.8, rel=1e-2)
-    assert e["rel_frobenius_scaled"] < 0.2 * e["rel_frobenius"]
-    assert kernel_errors(K, K)["rel_frobenius"] == 0.0
+    y, pred = rng.normal(size=300), rng.normal(size=300)
+    whole, a, b = RegressionAccumulator(), RegressionAccumulator(), RegressionAccumulator()
+    whole.update(y, pred)
+    a.update(y[:100], pred[:100])
+    b.update(y[100:], pred[100:])
+    r, s = whole.result(), (a + b).result()
+    assert r["mse"] == pytest.approx(np.mean((y - pred) ** 2), rel=1e-12)
+    for k in ("mse", "rmse", "r2"):
+        assert s[k] == pytest.approx(r[k], rel=1e-12)

@@ -175,3 +175,22 @@ def test_s3_on_dask(s3, local_store):
         dist = train(store, None, TrainSettings(model="krr", alpha=1.0, engine="dask", dask=dask))
     ref = train(disk_store, None, TrainSettings(model="krr", alpha=1.0))
     assert np.abs(dist.model.W - ref.model.W).max() <= 1e-9 * np.abs(ref.model.W).max()
+
+
+def test_verify_a_url_store():
+    fsspec = pytest.importorskip("fsspec")
+    from rfcli.io.verify import verify_store
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/t3/in.parquet", open(LETTER, "rb").read())
+    store = "memory://t3/s.zarr"
+    encode("memory://t3/in.parquet", store, EncodeSettings(**SETTINGS), ReadSettings(label="label"))
+    rep = verify_store(store)
+    assert rep.ok and rep.rows == 12000 and rep.chunks == 6
+    blob = bytearray(fs.cat_file("/t3/s.zarr/codes/c/2/0"))
+    blob[len(blob) // 2] ^= 0xFF
+    fs.pipe("/t3/s.zarr/codes/c/2/0", bytes(blob))
+    fs.rm("/t3/s.zarr/norms/c/4")
+    probs = verify_store(store).problems
+    assert any("codes: chunk 2" in p and "decoded" in p for p in probs), probs
+    assert any("norms: chunk 4" in p and "missing" in p for p in probs), probs

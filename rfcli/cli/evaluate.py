@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import json_option
+from rfcli.cli.options import dask_settings, engine_options, json_option
 
 
 @cli.command("evaluate")
@@ -23,8 +23,11 @@ from rfcli.cli.options import json_option
     help="With --kernel-error: row sample size.",
 )
 @json_option
+@engine_options
 @click.pass_obj
-def evaluate_cmd(ui, first, test_path, kernel_error, raw, rows, as_json):
+def evaluate_cmd(
+    ui, first, test_path, kernel_error, raw, rows, as_json, engine, scheduler, workers
+):
     """Metrics of MODEL on TEST (a store or raw data with the training label column), or
     with --kernel-error the kernel-approximation errors of STORE (SPEC section 4).
 
@@ -35,6 +38,7 @@ def evaluate_cmd(ui, first, test_path, kernel_error, raw, rows, as_json):
     Examples:
       rfcli evaluate svm.npz test.rff.zarr
       rfcli evaluate krr.npz test.parquet --json | jq .rmse
+      rfcli evaluate svm.npz s3://lake/test/ --engine dask --scheduler tcp://host:8786
       rfcli evaluate --kernel-error train.rff.zarr --data train.parquet --rows 1000
     """
     from rfcli.errors import UsageError
@@ -44,13 +48,21 @@ def evaluate_cmd(ui, first, test_path, kernel_error, raw, rows, as_json):
 
         if raw is None or test_path is not None:
             raise UsageError("--kernel-error takes one STORE and --data RAW_INPUT")
+        if engine == "dask":
+            raise UsageError("--kernel-error runs locally (on a row sample); drop --engine dask")
         out = kernel_error_report(first, raw, rows=rows, progress=ui.progress())
     else:
         from rfcli.training import evaluate
 
         if test_path is None:
             raise UsageError("evaluate needs MODEL and TEST (or --kernel-error STORE --data RAW)")
-        out = evaluate(first, test_path, progress=ui.progress())
+        out = evaluate(
+            first,
+            test_path,
+            progress=ui.progress(),
+            engine=engine,
+            dask=dask_settings(engine, scheduler, workers),
+        )
     if as_json:
         ui.result_json(out)
     else:

@@ -156,7 +156,7 @@ def check_family_options(ctx: click.Context, kernel: str) -> None:
 
 
 def engine_options(f):
-    """--engine, --scheduler, --workers (encode, train, predict)."""
+    """--engine, --scheduler, --workers (encode, train, predict, evaluate)."""
     f = click.option(
         "--workers",
         type=int,

@@ -48,28 +48,25 @@ def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *parts]) if is_url(base) else os.path.join(base, *parts)
 
 
-def exists(path: str) -> bool:
+def _ask(path: str, local, method: str) -> bool:
+    """``local(path)`` for a local path, else the fsspec filesystem's ``method``."""
     path = normalize(path)
     if not is_url(path):
-        return os.path.exists(path)
+        return local(path)
     fs, p = filesystem(path)
-    return fs.exists(p)
+    return getattr(fs, method)(p)
+
+
+def exists(path: str) -> bool:
+    return _ask(path, os.path.exists, "exists")
 
 
 def isdir(path: str) -> bool:
-    path = normalize(path)
-    if not is_url(path):
-        return os.path.isdir(path)
-    fs, p = filesystem(path)
-    return fs.isdir(p)
+    return _ask(path, os.path.isdir, "isdir")
 
 
 def isfile(path: str) -> bool:
-    path = normalize(path)
-    if not is_url(path):
-        return os.path.isfile(path)
-    fs, p = filesystem(path)
-    return fs.isfile(p)
+    return _ask(path, os.path.isfile, "isfile")
 
 
 def is_store(path: str) -> bool:

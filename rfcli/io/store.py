@@ -196,14 +196,15 @@ class FeatureStore:
         cr = self.chunk_rows
         for i in range(r0 // cr, (r1 - 1) // cr + 1):
             for name, key in (("codes", (str(i), "0")), ("norms", (str(i),))):
-                if not self._has_file(name, "c", *key):
+                if not self.has_file(name, "c", *key):
                     last = min((i + 1) * cr, self.n_rows) - 1
                     raise StoreError(
                         f"{self.path}: {name} chunk {i} (rows {i * cr}..{last}) is missing: the "
                         "store is damaged (`rfcli inspect --verify` lists the damage)"
                     )
 
-    def _has_file(self, *parts: str) -> bool:
+    def has_file(self, *parts: str) -> bool:
+        """Whether the file (object) at ``parts`` under the store exists."""
         if not self.remote:
             return os.path.isfile(os.path.join(self.path, *parts))
         if self._keys is None:  # one listing of the store instead of a request per chunk

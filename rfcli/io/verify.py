@@ -11,7 +11,6 @@ bytes are in range.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,21 +31,16 @@ class VerifyReport:
         return not self.problems
 
 
-def _chunk_files(store_path: str, name: str, n_rows: int, chunk_rows: int, ndim: int):
-    n_chunks = -(-n_rows // chunk_rows)
-    for i in range(n_chunks):
-        key = [str(i)] + ["0"] * (ndim - 1)
-        yield i, os.path.join(store_path, name, "c", *key)
+def _chunk_key(name: str, i: int, ndim: int) -> tuple[str, ...]:
+    """The chunk file of row-chunk ``i`` of an array, relative to the store."""
+    return (name, "c", str(i), *["0"] * (ndim - 1))
 
 
 def verify_store(path: str, progress: Callable[[int], None] | None = None) -> VerifyReport:
     """Check every chunk and every piece of metadata of the store at ``path``."""
-    from rfcli.errors import UsageError
     from rfcli.io import location
     from rfcli.io.store import FeatureStore
 
-    if location.is_url(path):
-        raise UsageError(f"{path}: --verify checks local stores (copy it here first)")
     path = location.normalize(path)
     rep = VerifyReport(path)
     try:
@@ -108,13 +102,12 @@ def verify_store(path: str, progress: Callable[[int], None] | None = None) -> Ve
         data[name] = arr
     labels = store.label_info or {}
     n_classes = len(labels.get("classes", [])) if labels.get("kind") == "category" else None
-    for i, f in _chunk_files(path, "codes", n, chunk_rows, 2):
+    for i in range(-(-n // chunk_rows)):
         r0, r1 = i * chunk_rows, min((i + 1) * chunk_rows, n)
         where = f"chunk {i} (rows {r0}..{r1 - 1})"
         parts = {}
         for name, arr in data.items():
-            cf = f if name == "codes" else os.path.join(path, name, "c", str(i))
-            if not os.path.isfile(cf):
+            if not store.has_file(*_chunk_key(name, i, 2 if name == "codes" else 1)):
                 rep.problems.append(f"{name}: {where}: chunk file is missing")
                 continue
             try:

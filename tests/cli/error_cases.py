@@ -116,6 +116,15 @@ def _full_disk(d):
     return ["encode", LETTER, "-o", os.path.join(mnt, "s.zarr"), "-m", "2048", "-b", "8"]
 
 
+def _letter_csv(d):
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    p = os.path.join(d, "letter.csv")
+    pacsv.write_csv(pq.read_table(LETTER).slice(0, 50), p)
+    return p
+
+
 def _o(d, name="o.zarr"):
     return os.path.join(d, name)
 
@@ -205,6 +214,14 @@ CASES = [
          lambda d: ["encode", LETTER, "-o", _o(d), "--depth", "2"]),
     Case("resume-stdin", "--resume with stdin input",
          lambda d: ["encode", "-", "-o", _o(d), "--resume"]),
+    Case("url-unknown-protocol", "an output URL of an unknown protocol",
+         lambda d: ["encode", LETTER, "-o", "nosuch://bucket/s.zarr"]),
+    Case("resume-url", "--resume with an object-storage output",
+         lambda d: ["encode", LETTER, "-o", "memory://bucket/s.zarr", "--resume"]),
+    Case("dask-csv", "--engine dask with CSV input",
+         lambda d: ["predict", _model(d), _letter_csv(d), "--engine", "dask"]),
+    Case("dask-drop", "--engine dask with --on-nan drop",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--engine", "dask", "--on-nan", "drop"]),
 ]  # fmt: skip
 
 
