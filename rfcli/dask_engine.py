@@ -1,6 +1,9 @@
-"""The Dask engine: encode (and train ridge) across a cluster, byte-identical to the local
-engine.  Dask is an optional extra (``pip install rfcli[dask]``); nothing imports it unless
-``--engine dask`` is asked for.
+"""The Dask engine: encode, train, predict and evaluate across a cluster, with the local
+engine's results.  Dask is an optional extra (``pip install rfcli[dask]``); nothing imports
+it unless ``--engine dask`` is asked for.  With a running scheduler (maybe on other
+machines) local paths are made absolute before they are sent to workers; a local cluster
+shares this process's directory, so paths (and messages naming them) stay as given; URLs
+(rfcli.io.location) are sent as they are.
 
 Encode.  Everything data-dependent is fitted first, exactly as the local engine fits it
 (column statistics in fixed 4096-row blocks, the hash row sample, the map's pass); the
@@ -12,9 +15,11 @@ blocks as the local engine and writes its own chunks; no two tasks touch one chu
 retries a failed or lost task; the client writes the completion marker only after every
 task succeeded.  The result is byte-identical to ``--engine local``.
 
-Train (KRR).  Per-task least-squares statistics over ranges of whole store chunks are
-summed by a tree reduction; the solution equals the local engine's up to the floating-point
-order of the sums (relative differences around 1e-12).
+Learners (:class:`DaskPasses`).  Every pass of a learner is a function of one slice of
+rows returning an additive result (rfcli.learn.passes); tasks apply it to slices of whole
+store chunks (or of Parquet input) and a tree reduction sums the results on the cluster,
+so the answer equals the local engine's up to the floating-point order of the sums.  The
+SVM's slices keep their packed codes in the workers' memory between passes.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import time
 from dataclasses import dataclass
 
 from rfcli.errors import InputError, UsageError
+from rfcli.io import location
 
 #: store chunks per encode task (tasks of about 64k-256k rows)
 CHUNKS_PER_TASK = 4
@@ -37,6 +43,14 @@ class DaskSettings:
     workers: int = 2  # processes of the local cluster
     retries: int = 2
 
+    @property
+    def address(self) -> str | None:
+        return self.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+
+    def worker_path(self, path: str) -> str:
+        """``path`` as workers must see it: absolute on a running (maybe remote) cluster."""
+        return location.absolute(path) if self.address else location.normalize(path)
+
 
 def _client(ds: DaskSettings):
     try:
@@ -45,7 +59,7 @@ def _client(ds: DaskSettings):
         raise UsageError(
             "--engine dask needs Dask: pip install 'rfcli[dask]' (dask[distributed])"
         ) from None
-    address = ds.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    address = ds.address
     if address:
         try:
             return Client(address, timeout="20s"), None
@@ -140,6 +154,7 @@ def _fit_stage(client, path, sel, fitter, stage, n, read, dask, progress, title)
     from rfcli.fitting import FIT_BLOCK
 
     span = FIT_BLOCK * max(1, SLICE_ROWS // FIT_BLOCK)
+    path = dask.worker_path(path)
     ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
     chunk = min(read.chunk_rows, span)
     fut_fitter = client.scatter(fitter, broadcast=True) if fitter is not None else None
@@ -209,6 +224,7 @@ def encode_dask(
             "--engine dask needs every input row to keep its place: use --on-nan error or "
             "zero (or the local engine for drop)"
         )
+    input_path, output = dask.worker_path(input_path), dask.worker_path(output)
     prepare_output(output, overwrite)
     t0 = time.perf_counter()
     source = open_source(input_path, read.fmt)
@@ -351,7 +367,8 @@ class DaskPasses:
         store, step = data.store, data.chunk_rows
         span = step * max(1, -(-store.chunk_rows * CHUNKS_PER_TASK // step))
         ranges = [(a, min(a + span, data.n_rows)) for a in range(0, data.n_rows, span)]
-        specs = [(store.path, data.normalized, step, a, b, cache) for a, b in ranges]
+        path = self.dask.worker_path(store.path)
+        specs = [(path, data.normalized, step, a, b, cache) for a, b in ranges]
         self.data, self.sizes = data, [b - a for a, b in ranges]
         self.parts = [self._submit(_store_slice, *sp) for sp in specs] if cache else specs
         return self
@@ -360,6 +377,7 @@ class DaskPasses:
                      raw_features=False, chunk_rows=8192) -> DaskPasses:  # fmt: skip
         """Passes over Parquet input through ``encoder`` (read by the tasks)."""
         span = chunk_rows * max(1, SLICE_ROWS // chunk_rows)
+        path = self.dask.worker_path(path)
         ranges = [(a, min(a + span, n_rows)) for a in range(0, n_rows, span)]
         self.parts = [
             _ParquetSlice(path, sel, encoder, normalized, a, b, min(chunk_rows, b - a),

@@ -332,3 +332,19 @@ def test_evaluate_on_dask(tmp_path, dataset, letter_store, scheduler, monkeypatc
     b = evaluate(model, src, **on_dask(scheduler))
     assert a["rows"] == b["rows"] == 12000
     assert (a["accuracy"], a["macro_f1"]) == (b["accuracy"], b["macro_f1"])
+
+
+def test_relative_paths_reach_workers_in_another_directory(tmp_path, dataset, scheduler,
+                                                           monkeypatch):  # fmt: skip
+    """The workers of a running cluster do not share the client's working directory:
+    relative local paths are sent to them absolute."""
+    import shutil
+
+    shutil.copytree(dataset, tmp_path / "ds")
+    monkeypatch.chdir(tmp_path)
+    kw, read = SETTINGS[0], ReadSettings(label="label")
+    encode("ds", "a.zarr", EncodeSettings(**kw), read)
+    encode("ds", "b.zarr", EncodeSettings(**kw), read, **on_dask(scheduler))
+    assert tree(tmp_path / "a.zarr") == tree(tmp_path / "b.zarr")
+    train("b.zarr", "m.npz", TrainSettings(model="krr", alpha=1.0, **on_dask(scheduler)))
+    assert (tmp_path / "m.npz").is_file()

@@ -44,6 +44,13 @@ def filesystem(url: str):
         raise UsageError(f"{url}: unknown URL protocol ({first_line(e)})") from None
 
 
+def absolute(path: str) -> str:
+    """A path every worker of a cluster can use as given: local paths made absolute
+    (workers may run in another directory), URLs unchanged."""
+    path = normalize(path)
+    return path if is_url(path) or path == "-" else os.path.abspath(path)
+
+
 def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *parts]) if is_url(base) else os.path.join(base, *parts)
 
