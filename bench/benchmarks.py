@@ -324,7 +324,7 @@ def train_section(work, cases):
             alpha = 1e-3 * float(((F - F.mean(0)) ** 2).sum()) / F.shape[1]
             secs, peak = run_cli("train", tr, "--model", "krr", "--alpha", alpha, "-o", model,
                                  "--overwrite")  # fmt: skip
-            from rfcli.training import evaluate
+            from rfcli.inference import evaluate
 
             score = evaluate(model, te)["mse"]
             sk = sklearn_fit("ridge", alpha, F, y, Ft, yt, work)
@@ -333,7 +333,7 @@ def train_section(work, cases):
             C = 1.0
             secs, peak = run_cli("train", tr, "--model", "svm", "-C", C, "-o", model,
                                  "--overwrite")  # fmt: skip
-            from rfcli.training import evaluate
+            from rfcli.inference import evaluate
 
             score = evaluate(model, te)["accuracy"]
             sk = sklearn_fit("svm", C, F, y, Ft, yt, work)

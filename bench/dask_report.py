@@ -25,8 +25,9 @@ from benchmarks import OUT, synthetic  # noqa: E402
 
 from rfcli.dask_engine import DaskSettings  # noqa: E402
 from rfcli.gp_training import GPRSettings, train_gpr  # noqa: E402
+from rfcli.inference import predict  # noqa: E402
 from rfcli.pipeline import EncodeSettings, ReadSettings, encode  # noqa: E402
-from rfcli.training import TrainSettings, predict, train  # noqa: E402
+from rfcli.training import TrainSettings, train  # noqa: E402
 
 DOC = os.path.join(ROOT, "docs", "dask-report.md")
 

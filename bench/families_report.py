@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from rfcli.inference import evaluate  # noqa: E402
 from rfcli.kernel_error import kernel_error_report  # noqa: E402
 from rfcli.maps import make_map  # noqa: E402
 from rfcli.pipeline import (  # noqa: E402
@@ -34,7 +35,7 @@ from rfcli.pipeline import (  # noqa: E402
     encode,
     fit_quantizer_on_input,
 )
-from rfcli.training import TrainSettings, evaluate, train  # noqa: E402
+from rfcli.training import TrainSettings, train  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench")
 DOC = os.path.join(ROOT, "docs", "families-report.md")

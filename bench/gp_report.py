@@ -26,9 +26,9 @@ import exact_gp  # noqa: E402
 from cli_peak import run_cli  # noqa: E402
 
 from rfcli.gp_training import GPRSettings, train_gpr  # noqa: E402
+from rfcli.inference import evaluate  # noqa: E402
 from rfcli.io.models_io import load_model  # noqa: E402
 from rfcli.pipeline import ReadSettings  # noqa: E402
-from rfcli.training import evaluate  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench", "gpr")
 SETS = {"co2": (["t"], (0.01, 1.0), False), "quakes": (["lat", "long"], (0.3, 1.0), True)}

@@ -11,9 +11,10 @@ from dataclasses import replace
 from typing import Any
 
 from rfcli.errors import UsageError
+from rfcli.inference import evaluate
 from rfcli.pipeline import EncodeSettings, ReadSettings, encode
 from rfcli.progress import NullProgress, Progress
-from rfcli.training import TrainSettings, evaluate, train
+from rfcli.training import TrainSettings, train
 
 
 def parse_bits(values: list[str]) -> list[int | str]:

@@ -232,7 +232,7 @@ def test_gp_statistics_of_a_store_on_dask(tmp_path, regression, scheduler):
 def test_predict_on_dask_writes_the_same_file(tmp_path, dataset, letter_store, scheduler,
                                                monkeypatch, what):  # fmt: skip
     from rfcli import dask_engine
-    from rfcli.training import predict
+    from rfcli.inference import predict
 
     monkeypatch.setattr(dask_engine, "SLICE_ROWS", 4096)
     model = str(tmp_path / "m.npz")
@@ -322,7 +322,7 @@ def test_evaluate_on_dask(tmp_path, dataset, letter_store, scheduler, monkeypatc
     """Accuracy and macro-F1 from per-class counts summed over slices: exactly the local
     numbers (integer counts)."""
     from rfcli import dask_engine
-    from rfcli.training import evaluate
+    from rfcli.inference import evaluate
 
     monkeypatch.setattr(dask_engine, "SLICE_ROWS", 4096)
     model = str(tmp_path / "m.npz")

@@ -14,8 +14,9 @@ import pytest
 
 from rfcli import EncodeSettings, ReadSettings, encode
 from rfcli.errors import OutputError, StoreError, UsageError
+from rfcli.inference import evaluate, predict
 from rfcli.io.store import FeatureStore
-from rfcli.training import TrainSettings, evaluate, predict, train
+from rfcli.training import TrainSettings, train
 from tests.conftest import tree_digest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -52,7 +52,7 @@ def evaluate_cmd(
             raise UsageError("--kernel-error runs locally (on a row sample); drop --engine dask")
         out = kernel_error_report(first, raw, rows=rows, progress=ui.progress())
     else:
-        from rfcli.training import evaluate
+        from rfcli.inference import evaluate
 
         if test_path is None:
             raise UsageError("evaluate needs MODEL and TEST (or --kernel-error STORE --data RAW)")
