@@ -175,7 +175,7 @@ def _label_classes(client, path, source, sel, read, dask, progress) -> list | No
     return _first_appearance(parts)
 
 
-def _fit_dask(client, path, source, sel, settings, read, dask, progress, fmap=None):
+def fit_encoder_dask(client, path, source, sel, settings, read, dask, progress, fmap=None):
     """The encoder, every pass a distributed reduction whose partial results merge in row
     order exactly as one local pass (see rfcli.fitting)."""
     from rfcli.fitting import EncoderFitter, Pass1
@@ -244,7 +244,9 @@ def encode_dask(
             raise InputError(f"{input_path}: no rows to encode (empty input)")
         client, cluster = _client(dask)
         if like is None:
-            encoder = _fit_dask(client, input_path, source, sel, settings, read, dask, progress)
+            encoder = fit_encoder_dask(
+                client, input_path, source, sel, settings, read, dask, progress
+            )
         classes = _label_classes(client, input_path, source, sel, read, dask, progress)
         first = next(iter_chunks(source, sel, min(16, n), read.on_nan))  # label/id dtypes
         key = resume_key(input_path, settings, read, like)

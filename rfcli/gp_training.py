@@ -104,8 +104,8 @@ def _feature_rows(n_features: int, chunk_rows: int) -> int:
 class _RawFeatures:
     """One local pass over raw input: unquantized features of each chunk of rows."""
 
-    def __init__(self, path, source, sel, read: ReadSettings, encoder: Encoder):
-        self.path, self.source, self.sel, self.read, self.encoder = path, source, sel, read, encoder
+    def __init__(self, source, sel, read: ReadSettings, encoder: Encoder):
+        self.source, self.sel, self.read, self.encoder = source, sel, read, encoder
         self.n_rows = source.num_rows
 
     def batches(self):
@@ -141,14 +141,14 @@ class _Engine:
     def fit_encoder(self, path, source, sel, es, read, fmap) -> Encoder:
         if self.dask is None:
             return fit_encoder(source, sel, es, read, self.progress, fmap=fmap)
-        from rfcli.dask_engine import _fit_dask
+        from rfcli.dask_engine import fit_encoder_dask
 
-        return _fit_dask(self.dask.client, path, source, sel, es, read, self.dask.dask,
+        return fit_encoder_dask(self.dask.client, path, source, sel, es, read, self.dask.dask,
                          self.progress, fmap=fmap)  # fmt: skip
 
     def raw_stats(self, path, source, sel, read, encoder: Encoder, what: str) -> GPStats:
         if self.dask is None:
-            passes = LocalPasses(_RawFeatures(path, source, sel, read, encoder), self.progress)
+            passes = LocalPasses(_RawFeatures(source, sel, read, encoder), self.progress)
         else:
             rows = _feature_rows(encoder.n_features, read.chunk_rows)
             passes = self.dask.over_parquet(path, sel, encoder, source.num_rows, read.on_nan,

@@ -204,14 +204,21 @@ class FeatureStore:
                     )
 
     def has_file(self, *parts: str) -> bool:
-        """Whether the file (object) at ``parts`` under the store exists."""
+        """Whether the file (object) at ``parts`` under the store exists: one request per
+        object at a URL, unless :meth:`list_files` listed the whole store first."""
         if not self.remote:
             return os.path.isfile(os.path.join(self.path, *parts))
-        if self._keys is None:  # one listing of the store instead of a request per chunk
+        key = "/".join(parts)
+        if self._keys is not None:
+            return key in self._keys
+        return location.exists(location.join(self.path, key))
+
+    def list_files(self) -> None:
+        """List a URL store's objects once (before checking many of them: verify)."""
+        if self.remote:
             fs, p = location.filesystem(self.path)
             root = fs._strip_protocol(p).rstrip("/") + "/"
             self._keys = {q[len(root) :] for q in fs.find(root)}
-        return "/".join(parts) in self._keys
 
     def iter_features(
         self, normalized: bool = False, chunk_rows: int | None = None

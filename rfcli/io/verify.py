@@ -100,6 +100,7 @@ def verify_store(path: str, progress: Callable[[int], None] | None = None) -> Ve
         if tuple(arr.chunks)[0] != chunk_rows:
             rep.problems.append(f"{name}: chunk rows {arr.chunks[0]}, expected {chunk_rows}")
         data[name] = arr
+    store.list_files()  # a URL store: one listing instead of a request per chunk
     labels = store.label_info or {}
     n_classes = len(labels.get("classes", [])) if labels.get("kind") == "category" else None
     for i in range(-(-n // chunk_rows)):
