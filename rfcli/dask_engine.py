@@ -83,6 +83,7 @@ def _encode_task(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows) -> in
     try:
         for ch in _read_range(src, sel, start, stop, chunk_rows, on_nan, path):
             writer.write(encoder.encode_chunk(ch.X, ch.row0), ch.label, ch.ids)
+        writer.close()
     finally:
         src.close()
     return stop - start
