@@ -131,6 +131,7 @@ class ParquetSource(Source):
         self.path = path
         self.files = parquet_files(path)
         self._open: dict[str, pq.ParquetFile] = {}
+        self._last_group: tuple = (None, None)  # (key, table) of the last row group read
         first = self._file(self.files[0])
         schema = first.schema_arrow
         self.names = list(schema.names)
@@ -177,6 +178,17 @@ class ParquetSource(Source):
             except pa.ArrowException as e:
                 raise InputError(f"{f}: {first_line(e)}") from None
 
+    def _row_group(self, f: str, g: int, names: list[str]) -> pa.Table:
+        """One row group's columns; the last one read is kept, so that consecutive row
+        ranges inside a group (a task reading chunk by chunk) decode it once."""
+        key = (f, g, tuple(names))
+        if self._last_group[0] != key:
+            try:
+                self._last_group = (key, self._file(f).read_row_group(g, columns=names))
+            except pa.ArrowException as e:
+                raise InputError(f"{f}: {first_line(e)}") from None
+        return self._last_group[1]
+
     def read_rows(self, names: list[str], start: int, stop: int) -> dict[str, np.ndarray]:
         """Rows ``start .. stop-1`` (global) of the columns, reading only the row groups that
         hold them."""
@@ -184,10 +196,7 @@ class ParquetSource(Source):
         for f, g, r0, n in self.row_groups:
             if r0 + n <= start or r0 >= stop:
                 continue
-            try:
-                t = self._file(f).read_row_group(g, columns=names)
-            except pa.ArrowException as e:
-                raise InputError(f"{f}: {first_line(e)}") from None
+            t = self._row_group(f, g, names)
             t = t.slice(max(start - r0, 0), min(stop, r0 + n) - max(start, r0))
             parts.append({n_: _to_numpy(t.column(n_)) for n_ in names})
         if not parts:
@@ -196,6 +205,7 @@ class ParquetSource(Source):
 
     def close(self):
         self._open.clear()
+        self._last_group = (None, None)
 
 
 class CsvSource(Source):
