@@ -42,12 +42,16 @@ def cluster(workers):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--doc-only", action="store_true", help="rewrite the doc from dask.json")
+    ap.add_argument("--task-code", nargs=2, metavar=("SRC", "STORE"),
+                    help="(internal) time the encode tasks' code without Dask")  # fmt: skip
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("-m", type=int, default=512)
     args = ap.parse_args()
     if args.doc_only:
         with open(os.path.join(OUT, "dask.json")) as f:
             return write_doc(json.load(f))
+    if args.task_code:
+        return print(json.dumps(_task_code(*args.task_code)))
     n, m = args.rows, args.m
     src = synthetic(os.path.join(OUT, f"scale-{n}.parquet"), n, 16, seed=1,
                     task="classification")  # fmt: skip
@@ -57,6 +61,7 @@ def main():
     rows = []
     try:
         ref = os.path.join(work, "local.zarr")
+        encode(src, ref, es, read, threads=2)  # warm-up (imports, page cache): not timed
         local = _learners(src, ref, work, es, read, None, "local")
         rows.append({"engine": "local (2 threads)", "workers": 0, **local})
         print(json.dumps(rows[-1]), flush=True)
@@ -68,6 +73,13 @@ def main():
                                    None, "local1", ref=ref, threads=1)  # fmt: skip
         rows.append({"engine": "local (1 thread)", "workers": 0, **one_thread})
         print(json.dumps(rows[-1]), flush=True)
+        # where Dask's overhead goes: the encode tasks' code run in a plain process, with
+        # the allocator setting Dask gives its workers and without
+        task_code = {
+            name: _task_code_in_subprocess(src, ref, env)
+            for name, env in (("plain", {}), ("dask_malloc", {"MALLOC_TRIM_THRESHOLD_": "65536"}))
+        }
+        print(json.dumps(task_code), flush=True)
         for w in (1, 2):
             with cluster(w) as c:
                 ds = DaskSettings(scheduler=c.scheduler_address)
@@ -87,10 +99,44 @@ def main():
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    res = {"rows": n, "m": m, "store_bytes": store_bytes, "runs": rows}
+    res = {"rows": n, "m": m, "store_bytes": store_bytes, "runs": rows, "task_code": task_code}
     with open(os.path.join(OUT, "dask.json"), "w") as f:
         json.dump(res, f, indent=1)
     write_doc(res)
+
+
+def _task_code(src, store) -> float:
+    """Seconds for the Dask encode tasks' code (every 4-store-chunk range in turn) in this
+    process, no Dask: reads its rows from the Parquet input, encodes, writes its chunks."""
+    from rfcli import dask_engine
+    from rfcli.io.readers import iter_chunks, open_source, select_columns
+    from rfcli.io.store import FeatureStore
+    from rfcli.pipeline import new_writer
+
+    enc = FeatureStore(store).encoder
+    source = open_source(src)
+    sel = select_columns(source, None, "y", [])
+    n = source.num_rows
+    out = os.path.join(os.path.dirname(store), "task-code.zarr")
+    es = EncodeSettings()
+    w = new_writer(out, enc, sel, src, True, "bench", es, None)
+    w.preallocate(n, next(iter_chunks(source, sel, 16, "error")), None)
+    span = w.chunk_rows * dask_engine.CHUNKS_PER_TASK
+    t0 = time.perf_counter()
+    for a in range(0, n, span):
+        dask_engine._encode_task(src, sel, enc, w.tmp, a, min(a + span, n), "error", 8192)
+    secs = time.perf_counter() - t0
+    w.abort()
+    return secs
+
+
+def _task_code_in_subprocess(src, store, env) -> float:
+    import subprocess
+
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", **env}
+    r = subprocess.run([sys.executable, __file__, "--task-code", src, store], env=env,
+                       capture_output=True, text=True, check=True)  # fmt: skip
+    return float(r.stdout.strip().splitlines()[-1])
 
 
 def _learners(src, out, work, es, read, ds, tag, ref=None, threads=2):
@@ -200,6 +246,21 @@ def write_doc(res):
                 f"{one['predict_s'] / local1['predict_s']:.2f}x.",
             ]
             if local1
+            else []
+        ),
+        *(
+            [
+                "* Where the encode overhead goes: the tasks' own code (each opens the Parquet "
+                "file and the store, reads its row groups, writes its chunks), run in a plain "
+                "process with 1 thread, takes "
+                f"{res['task_code']['plain']:.1f} s against the local engine's "
+                f"{local1['encode_s']:.1f} s; with the allocator setting Dask gives its workers "
+                "(MALLOC_TRIM_THRESHOLD_=65536, which returns freed memory to the system at once, "
+                f"so every large temporary array is faulted in again) {res['task_code']['dask_malloc']:.1f} s; "
+                f"the rest, up to the worker's {one['encode_s']:.1f} s, is scheduling and the "
+                "worker process itself.",
+            ]
+            if local1 and "task_code" in res
             else []
         ),
         f"* 2 workers against 1: encode {one['encode_s'] / two['encode_s']:.2f}x faster, KRR "

@@ -187,6 +187,8 @@ def train_cmd(
       rfcli train train.rff.zarr --model svm -o svm.npz
       rfcli train train.rff.zarr --model krr --alpha auto -o krr.npz
       rfcli train co2.train.parquet --model gpr --label y --features glf -o gp.npz
+      rfcli train s3://lake/events.rff.zarr --model svm -o s3://lake/svm.npz \\
+          --engine dask --scheduler tcp://host:8786
     """
     if model == "gpr":
         _train_gpr(
