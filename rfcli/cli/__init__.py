@@ -99,29 +99,9 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt  # SIGTERM: clean up / keep checkpoints as for Ctrl-C
 
 
-def _steady_malloc() -> None:
-    """Fix glibc's mmap threshold at 1 MiB.  glibc raises the threshold to the largest block
-    freed so far, after which rfcli's many chunk-sized arrays (MiBs each) come from the heap
-    and fragment it: peak RSS then creeps up with every pass over a store.  With a fixed
-    threshold each large array is its own mapping, returned to the system when freed
-    (measured: SVM peak RSS 180 -> 189 MiB from 5 to 20 iterations before, 156 -> 157
-    after).  Skipped when MALLOC_MMAP_THRESHOLD_ is set or the libc is not glibc."""
-    import os
-
-    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
 def main() -> None:
     import signal
 
-    _steady_malloc()
     signal.signal(signal.SIGTERM, _terminate)
     cli(prog_name="rfcli")
 

@@ -190,6 +190,9 @@ def train_cmd(
       rfcli train s3://lake/events.rff.zarr --model svm -o s3://lake/svm.npz \\
           --engine dask --scheduler tcp://host:8786
     """
+    from rfcli.memory import steady_malloc
+
+    steady_malloc()  # many passes: keep peak memory flat (see its docstring)
     if model == "gpr":
         _train_gpr(
             ui,
