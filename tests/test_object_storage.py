@@ -195,3 +195,21 @@ def test_verify_a_url_store():
     probs = verify_store(store).problems
     assert any("codes: chunk 2" in p and "decoded" in p for p in probs), probs
     assert any("norms: chunk 4" in p and "missing" in p for p in probs), probs
+
+
+def test_unreachable_object_storage_is_one_line():
+    """Credentials or endpoint problems of a URL's backend: exit 2 and one line, not an
+    internal error."""
+    pytest.importorskip("s3fs")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+           "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_MAX_ATTEMPTS": "1"}  # fmt: skip
+    r = subprocess.run([sys.executable, "-m", "rfcli", "inspect", "s3://bucket/s.zarr"],
+                       env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert lines[-1].startswith("rfcli: error: object storage: EndpointConnectionError")
+    assert "Traceback" not in r.stderr

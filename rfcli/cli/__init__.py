@@ -36,12 +36,32 @@ class RfcliGroup(click.Group):
         except Exception as e:
             if _debug(ctx):
                 raise
+            if _is_storage_error(e):  # credentials, endpoint, network of a URL's backend
+                _fail(ctx, f"rfcli: error: object storage: {type(e).__name__}: {first_line(e)}", 2)
             _fail(
                 ctx,
                 f"rfcli: internal error: {type(e).__name__}: {first_line(e)} "
                 "(run with --debug for the traceback)",
                 1,
             )
+
+
+#: packages whose exceptions mean a URL's storage could not be used (not a bug in rfcli)
+_STORAGE_PACKAGES = ("botocore", "aiobotocore", "s3fs", "gcsfs", "google", "adlfs", "azure",
+                     "aiohttp", "fsspec")  # fmt: skip
+
+
+def _is_storage_error(e: BaseException) -> bool:
+    return any((type(c).__module__ or "").split(".")[0] in _STORAGE_PACKAGES for c in _chain(e))
+
+
+def _chain(e: BaseException):
+    """The exception and its causes/contexts."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        yield e
+        e = e.__cause__ or e.__context__
 
 
 def _os_error_message(e: OSError) -> str | None:
