@@ -75,7 +75,7 @@ def _client(ds: DaskSettings):
 
 def _encode_task(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows) -> int:
     """Worker side: encode global rows ``start .. stop-1`` into the partial store."""
-    from rfcli.io.readers import ParquetSource
+    from rfcli.io.sources import ParquetSource
     from rfcli.io.store import RegionWriter
 
     src = ParquetSource(path)
@@ -102,7 +102,7 @@ def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
     """Worker side of the fit: pass 1 (recorded column-statistics blocks, row sample), the
     map pass (recorded block sums) or the label's first appearances, over a row range that
     starts on a 4096-row block boundary."""
-    from rfcli.io.readers import ParquetSource
+    from rfcli.io.sources import ParquetSource
 
     src = ParquetSource(path)
     try:
@@ -213,7 +213,8 @@ def encode_dask(
     progress=None,
 ):
     """``rfcli encode --engine dask``: see the module docstring."""
-    from rfcli.io.readers import ParquetSource, iter_chunks, open_source, select_columns
+    from rfcli.io.readers import iter_chunks, open_source, select_columns
+    from rfcli.io.sources import ParquetSource
     from rfcli.io.store import prepare_output
     from rfcli.pipeline import EncodeResult, new_writer, resume_key, select_like
     from rfcli.progress import NullProgress
@@ -310,7 +311,7 @@ class _ParquetSlice:
         self.n_rows = stop - start
 
     def batches(self, with_ids: bool = False):
-        from rfcli.io.readers import ParquetSource
+        from rfcli.io.sources import ParquetSource
         from rfcli.learn.data import Batch
 
         enc = self.encoder

@@ -20,7 +20,8 @@ from rfcli.encoder import Encoder
 from rfcli.errors import InputError, OutputError, UsageError
 from rfcli.io import location
 from rfcli.io.models_io import save_model
-from rfcli.io.readers import ParquetSource, iter_chunks, open_source, select_columns
+from rfcli.io.readers import iter_chunks, open_source, select_columns
+from rfcli.io.sources import ParquetSource
 from rfcli.io.store import FeatureStore
 from rfcli.learn.data import Batch, StoreData
 from rfcli.learn.gpr import (

@@ -102,7 +102,7 @@ def _evaluate_pass(data, model):
 def _dask_passes_for(data, input_path: str, dask, progress):
     """Dask passes over ``data`` (a store, or Parquet read by the workers)."""
     from rfcli.dask_engine import DaskPasses, DaskSettings
-    from rfcli.io.readers import ParquetSource
+    from rfcli.io.sources import ParquetSource
 
     if isinstance(data, StoreData):
         return DaskPasses(data, dask or DaskSettings(), progress)

@@ -286,7 +286,8 @@ def resume_key(input_path: str, settings: EncodeSettings, read: ReadSettings, li
     import json
     from dataclasses import asdict
 
-    from rfcli.io.readers import detect_format, parquet_files
+    from rfcli.io.readers import detect_format
+    from rfcli.io.sources import parquet_files
 
     if detect_format(input_path, read.fmt) == "parquet":
         files = parquet_files(input_path)

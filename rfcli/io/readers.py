@@ -1,26 +1,20 @@
-"""Chunked readers for Parquet, CSV (also stdin, ``-``) and Zarr input.
-
-A source knows its column names and which are numeric; :func:`iter_chunks` streams the
-selected columns as fixed-size :class:`Chunk` s (float64 features, label, id columns), so
-memory is bounded by the chunk size whatever the input size.
+"""Chunked reading of Parquet, CSV (also stdin, ``-``) and Zarr input: the format of a
+path, opening its source (rfcli.io.sources), choosing columns, and :func:`iter_chunks`,
+which streams the selected columns as fixed-size :class:`Chunk` s (float64 features,
+label, id columns), so memory is bounded by the chunk size whatever the input size.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
-from rfcli.errors import InputError, UsageError, first_line
+from rfcli.errors import InputError, UsageError
 from rfcli.io import location
+from rfcli.io.sources import CsvSource, ParquetSource, Source, ZarrSource, is_glob
 
 FORMATS = ("parquet", "csv", "zarr")
 NAN_POLICIES = ("error", "drop", "zero")
@@ -62,273 +56,6 @@ def detect_format(path: str, fmt: str | None = None) -> str:
     raise InputError(
         f"{path}: unknown input format (expected .parquet, .csv or .zarr; or give --format)"
     )
-
-
-def _is_numeric(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-
-
-class Source:
-    """Base class: a table read in batches."""
-
-    path: str
-    names: list[str]
-    numeric: dict[str, bool]
-    num_rows: int | None = None
-    rereadable: bool = True
-
-    def batches(self, names: list[str], batch_rows: int) -> Iterator[dict[str, np.ndarray]]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-
-def is_glob(path: str) -> bool:
-    return any(c in path for c in "*?[")
-
-
-def _is_parquet_name(name: str) -> bool:
-    """A data file of a partitioned dataset (not a hidden or _metadata-like file)."""
-    return name.lower().endswith((".parquet", ".pq")) and not name.startswith((".", "_"))
-
-
-def parquet_files(path: str) -> list[str]:
-    """The files of a Parquet input: the file itself, every ``*.parquet``/``*.pq`` file under
-    a directory (recursively, e.g. Hive partitions ``key=value/``), or a glob's matches;
-    sorted by path, which fixes the row order."""
-    if location.is_url(path):
-        if location.isfile(path):
-            return [path]
-        files = [f for f in location.list_files(path) if _is_parquet_name(f.rsplit("/", 1)[-1])]
-        if not files:
-            raise InputError(f"{path}: no Parquet files found")
-        return files
-    if is_glob(path):
-        import glob
-
-        files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
-    elif os.path.isdir(path):
-        files = sorted(
-            os.path.join(root, f)
-            for root, _, names in os.walk(path)
-            for f in names
-            if _is_parquet_name(f)
-        )
-    else:
-        return [path]
-    if not files:
-        raise InputError(f"{path}: no Parquet files found")
-    return files
-
-
-class ParquetSource(Source):
-    """One Parquet file, or a partitioned dataset (directory or glob of files with the same
-    schema) read file after file in path order.  ``row_groups`` lists every row group with
-    its global first row, so a task can read any row range alone (the Dask engine)."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.files = parquet_files(path)
-        self._open: dict[str, pq.ParquetFile] = {}
-        self._last_group: tuple = (None, None)  # (key, table) of the last row group read
-        first = self._file(self.files[0])
-        schema = first.schema_arrow
-        self.names = list(schema.names)
-        self.numeric = {f.name: _is_numeric(f.type) for f in schema}
-        self.row_groups: list[tuple[str, int, int, int]] = []  # (file, group, row0, rows)
-        row = 0
-        for f in self.files:
-            pf = self._file(f)
-            if f != self.files[0] and not pf.schema_arrow.equals(schema):
-                raise InputError(
-                    f"{f}: its columns/types differ from {self.files[0]}'s (a partitioned "
-                    "dataset needs one schema)"
-                )
-            md = pf.metadata
-            for g in range(md.num_row_groups):
-                n = md.row_group(g).num_rows
-                self.row_groups.append((f, g, row, n))
-                row += n
-        self.num_rows = row
-
-    def _file(self, f: str) -> pq.ParquetFile:
-        if f not in self._open:
-            try:
-                # pre_buffer caches every row group's column chunks until the iteration ends
-                # (memory growing with the file); read row group by row group instead
-                src = f
-                if location.is_url(f):
-                    fs, p = location.filesystem(f)
-                    src = fs.open(p, "rb")
-                self._open[f] = pq.ParquetFile(src, pre_buffer=False, buffer_size=1 << 20)
-            except FileNotFoundError:
-                raise InputError(f"{f}: no such file") from None
-            except (pa.ArrowException, OSError) as e:
-                raise InputError(f"{f}: cannot read as Parquet ({first_line(e)})") from None
-            if len(self._open) > 64:  # bound open handles on datasets of many files
-                self._open.pop(next(iter(self._open)))
-        return self._open[f]
-
-    def batches(self, names, batch_rows):
-        for f in self.files:
-            try:
-                for rb in self._file(f).iter_batches(batch_size=batch_rows, columns=names):
-                    yield {n: _to_numpy(rb.column(i)) for i, n in enumerate(names)}
-            except pa.ArrowException as e:
-                raise InputError(f"{f}: {first_line(e)}") from None
-
-    def _row_group(self, f: str, g: int, names: list[str]) -> pa.Table:
-        """One row group's columns; the last one read is kept, so that consecutive row
-        ranges inside a group (a task reading chunk by chunk) decode it once."""
-        key = (f, g, tuple(names))
-        if self._last_group[0] != key:
-            try:
-                self._last_group = (key, self._file(f).read_row_group(g, columns=names))
-            except pa.ArrowException as e:
-                raise InputError(f"{f}: {first_line(e)}") from None
-        return self._last_group[1]
-
-    def read_rows(self, names: list[str], start: int, stop: int) -> dict[str, np.ndarray]:
-        """Rows ``start .. stop-1`` (global) of the columns, reading only the row groups that
-        hold them."""
-        parts = []
-        for f, g, r0, n in self.row_groups:
-            if r0 + n <= start or r0 >= stop:
-                continue
-            t = self._row_group(f, g, names)
-            t = t.slice(max(start - r0, 0), min(stop, r0 + n) - max(start, r0))
-            parts.append({n_: _to_numpy(t.column(n_)) for n_ in names})
-        if not parts:
-            return {n: np.empty(0) for n in names}
-        return {n: np.concatenate([p[n] for p in parts]) for n in names}
-
-    def close(self):
-        self._open.clear()
-        self._last_group = (None, None)
-
-
-class CsvSource(Source):
-    """CSV from a file or stdin.  Types are inferred from the first block; feature
-    columns are then read as float64.  stdin can be read once only (see ``spool``)."""
-
-    def __init__(self, path: str, spool: bool = False, block_size: int = 1 << 22):
-        self.path = path
-        self._block = block_size
-        self._tmp: str | None = None
-        if path == "-" and spool:
-            fd, self._tmp = tempfile.mkstemp(prefix="rfcli-stdin-", suffix=".csv")
-            with os.fdopen(fd, "wb") as f:
-                shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
-        self.rereadable = path != "-" or spool
-        reader = self._open(None)
-        schema = reader.schema
-        self.names = list(schema.names)
-        self.numeric = {f.name: _is_numeric(f.type) or pa.types.is_null(f.type) for f in schema}
-        self._first_reader = reader if not self.rereadable else None
-
-    @property
-    def _file(self):
-        if self._tmp:
-            return self._tmp
-        return sys.stdin.buffer if self.path == "-" else self.path
-
-    def _open(self, float_columns: list[str] | None):
-        convert = pacsv.ConvertOptions(
-            column_types={c: pa.float64() for c in float_columns} if float_columns else None,
-        )
-        try:
-            return pacsv.open_csv(
-                self._file,
-                # single-threaded parsing: pyarrow then names the row of a parse error
-                # (with threads the message depends on scheduling)
-                read_options=pacsv.ReadOptions(block_size=self._block, use_threads=False),
-                convert_options=convert,
-            )
-        except FileNotFoundError:
-            raise InputError(f"{self.path}: no such file") from None
-        except pa.ArrowInvalid as e:
-            if "Empty CSV file" in str(e):
-                raise InputError(f"{self.path}: empty CSV file (no header)") from None
-            raise InputError(f"{self.path}: malformed CSV ({first_line(e)})") from None
-        except OSError as e:
-            raise InputError(f"{self.path}: cannot read ({first_line(e)})") from None
-
-    def batches(self, names, batch_rows, float_columns=None):
-        if self._first_reader is not None:
-            reader, self._first_reader = self._first_reader, None
-        elif self.rereadable:
-            reader = self._open(float_columns)
-        else:
-            raise InputError("standard input can only be read once")
-        idx = [reader.schema.get_field_index(n) for n in names]
-        rows = 0
-        while True:
-            try:
-                rb = reader.read_next_batch()
-            except StopIteration:
-                return
-            except pa.ArrowInvalid as e:
-                raise InputError(
-                    f"{self.path}: bad CSV after about row {rows} ({first_line(e)})"
-                ) from None
-            rows += rb.num_rows
-            yield {n: _to_numpy(rb.column(i)) for n, i in zip(names, idx, strict=True)}
-
-    def close(self):
-        if self._tmp and os.path.exists(self._tmp):
-            os.unlink(self._tmp)
-            self._tmp = None
-
-
-class ZarrSource(Source):
-    """A Zarr group whose 1-D arrays of equal length are columns, or one 2-D array
-    (columns named x0, x1, ...)."""
-
-    def __init__(self, path: str):
-        import zarr
-
-        self.path = path
-        try:
-            node = zarr.open(path, mode="r")
-        except (FileNotFoundError, zarr.errors.NodeNotFoundError):
-            raise InputError(f"{path}: no such Zarr array or group") from None
-        except Exception as e:  # zarr raises various errors on junk
-            raise InputError(f"{path}: cannot open as Zarr ({first_line(e)})") from None
-        if isinstance(node, zarr.Array):
-            if node.ndim != 2:
-                raise InputError(f"{path}: a Zarr array input must be 2-D, got shape {node.shape}")
-            self._array = node
-            self.names = [f"x{j}" for j in range(node.shape[1])]
-            self.numeric = dict.fromkeys(self.names, np.issubdtype(node.dtype, np.number))
-            self.num_rows = node.shape[0]
-        else:
-            if "rfcli" in node.attrs:
-                raise InputError(f"{path}: this is an rfcli feature store, not input data")
-            self._array = None
-            self._cols = {k: a for k, a in node.arrays() if a.ndim == 1}
-            if not self._cols:
-                raise InputError(f"{path}: the Zarr group holds no 1-D column arrays")
-            lengths = {a.shape[0] for a in self._cols.values()}
-            if len(lengths) != 1:
-                raise InputError(
-                    f"{path}: the Zarr group's column arrays differ in length {sorted(lengths)}"
-                )
-            self.names = sorted(self._cols)
-            self.numeric = {
-                k: bool(np.issubdtype(a.dtype, np.number) or a.dtype == bool)
-                for k, a in self._cols.items()
-            }
-            self.num_rows = lengths.pop()
-
-    def batches(self, names, batch_rows):
-        for start in range(0, self.num_rows, batch_rows):
-            stop = min(start + batch_rows, self.num_rows)
-            if self._array is not None:
-                block = self._array[start:stop]
-                yield {n: block[:, int(n[1:])] for n in names}
-            else:
-                yield {n: np.asarray(self._cols[n][start:stop]) for n in names}
 
 
 def open_source(path: str, fmt: str | None = None, spool_stdin: bool = False) -> Source:
@@ -460,19 +187,6 @@ def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, whe
         r = int(np.argmin(np.isfinite(label)))
         raise InputError(f"{where}: label column {sel.label!r} is missing/NaN at row {in_row + r}")
     return Chunk(out_row, X, label, ids)
-
-
-def _to_numpy(col: pa.Array) -> np.ndarray:
-    t = col.type
-    if pa.types.is_null(t):
-        return np.full(len(col), np.nan)
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
-        if col.null_count:
-            return col.cast(pa.float64()).to_numpy(zero_copy_only=False)
-        return col.to_numpy(zero_copy_only=False)
-    if pa.types.is_dictionary(t):
-        col = col.cast(t.value_type)
-    return np.asarray(col.cast(pa.string()).to_pylist(), dtype=object)
 
 
 def _list(names) -> str:

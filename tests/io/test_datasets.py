@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rfcli.errors import InputError
-from rfcli.io.readers import ParquetSource
+from rfcli.io.sources import ParquetSource
 from tests.io.test_encode_store import chunk_files_digest, run
 
 
