@@ -134,19 +134,28 @@ def _first_appearance(parts) -> list:
     return list(seen)
 
 
-def _in_order(futures, progress, title, sizes):
-    """Results of ``futures`` in submission (row) order; progress as tasks complete (by
-    ``sizes``, rows per task).  The first failure in row order is raised, as the local
-    engine would report it."""
+def _wait_in_order(futures, progress, title, sizes):
+    """Wait for ``futures``, with progress as tasks complete (by ``sizes``, rows per task;
+    none without a title); the first failure in submission (row) order is raised, as the
+    local engine would report it.  Returns the futures."""
     from distributed import as_completed, wait
 
-    size_of = {f.key: s for f, s in zip(futures, sizes, strict=True)}
-    with progress.task(title, sum(sizes)) as task:
-        for fut in as_completed(futures):
-            if fut.status == "finished":
-                task.advance(size_of[fut.key])
+    if title is not None:
+        size_of = {f.key: s for f, s in zip(futures, sizes, strict=True)}
+        with progress.task(title, sum(sizes)) as task:
+            for fut in as_completed(futures):
+                if fut.status == "finished":
+                    task.advance(size_of[fut.key])
     wait(futures)
-    return [f.result() for f in futures]
+    for f in futures:
+        if f.status == "error":
+            f.result()
+    return futures
+
+
+def _in_order(futures, progress, title, sizes):
+    """Results of ``futures`` in submission (row) order (see :func:`_wait_in_order`)."""
+    return [f.result() for f in _wait_in_order(futures, progress, title, sizes)]
 
 
 def _fit_stage(client, path, sel, fitter, stage, n, read, dask, progress, title):
@@ -350,18 +359,30 @@ class DaskPasses:
     between passes (the SVM's hundreds of passes); a lost worker's slices are recomputed
     from the store by Dask."""
 
-    engine = "dask"
-
-    def __init__(self, data=None, dask: DaskSettings | None = None, progress=None,
-                 cache: bool = False):  # fmt: skip
+    def __init__(self, dask: DaskSettings | None = None, progress=None):
         from rfcli.progress import NullProgress
 
         self.dask = dask or DaskSettings()
         self.progress = progress or NullProgress()
         self.client, self.cluster = _client(self.dask)
         self.data = self.parts = self.sizes = None
-        if data is not None:
-            self.over_store(data, cache)
+
+    def over(self, data, cache: bool = False) -> DaskPasses:
+        """Passes over ``data``: a StoreData, or RawData of Parquet input (read and encoded
+        by the workers)."""
+        from rfcli.io.sources import ParquetSource
+        from rfcli.learn.data import StoreData
+
+        if isinstance(data, StoreData):
+            return self.over_store(data, cache)
+        if not isinstance(getattr(data, "source", None), ParquetSource):
+            raise UsageError(
+                "--engine dask reads Parquet input (a file, a directory or a glob of files) "
+                "or a store"
+            )
+        return self.over_parquet(data.source.path, data.sel, data.encoder, data.n_rows,
+                                 data.on_nan, normalized=data.normalized,
+                                 chunk_rows=data.chunk_rows)  # fmt: skip
 
     def _submit(self, fn, *args):
         return self.client.submit(fn, *args, retries=self.dask.retries, pure=False)
@@ -396,20 +417,9 @@ class DaskPasses:
         return sum(self.sizes)
 
     def _leaves(self, fn, args, title):
-        from distributed import as_completed, wait
-
         leaves = [self._submit(_apply, fn, part, *args) for part in self.parts]
-        if title is not None:
-            size_of = {f.key: s for f, s in zip(leaves, self.sizes, strict=True)}
-            with self.progress.task(title, self.n_rows) as task:
-                for fut in as_completed(leaves):
-                    if fut.status == "finished":
-                        task.advance(size_of[fut.key])
-        wait(leaves)
-        for f in leaves:  # the first failure in row order, as the local engine reports it
-            if f.status == "error":
-                f.result()
-        return leaves
+        title = None if title is None else f"{title} (dask)"
+        return _wait_in_order(leaves, self.progress, title, self.sizes)
 
     def reduce(self, fn, *args, title: str | None = None):
         level = self._leaves(fn, args, title)
@@ -422,7 +432,8 @@ class DaskPasses:
         return level[0].result()
 
     def map(self, fn, *args, title: str | None = None):
-        """``fn`` of each slice, in row order (results streamed: one slice at a time)."""
+        """``fn`` of each slice, in row order; the results stay on the workers until
+        fetched here one slice at a time."""
         for f in self._leaves(fn, args, title):
             yield f.result()
             f.release()

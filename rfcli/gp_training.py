@@ -132,12 +132,11 @@ class _Engine:
         if s.engine == "dask":
             from rfcli.dask_engine import DaskPasses, DaskSettings
 
-            self.dask = DaskPasses(dask=s.dask or DaskSettings(), progress=progress)
+            self.dask = DaskPasses(s.dask or DaskSettings(), progress)
 
     def store_stats(self, data: StoreData) -> GPStats:
-        title = "GP statistics" + (" (dask)" if self.dask else "")
         passes = self.dask.over_store(data) if self.dask else LocalPasses(data, self.progress)
-        return passes.reduce(_gp_pass, title=title)
+        return passes.reduce(_gp_pass, title="GP statistics")
 
     def fit_encoder(self, path, source, sel, es, read, fmap) -> Encoder:
         if self.dask is None:
@@ -154,7 +153,6 @@ class _Engine:
             rows = _feature_rows(encoder.n_features, read.chunk_rows)
             passes = self.dask.over_parquet(path, sel, encoder, source.num_rows, read.on_nan,
                                             raw_features=True, chunk_rows=rows)  # fmt: skip
-            what += " (dask)"
         st = passes.reduce(_gp_pass, title=what)
         if st.n == 0:
             raise InputError(f"{path}: no rows")

@@ -11,9 +11,9 @@ import numpy as np
 
 from rfcli.errors import InputError, UsageError
 from rfcli.io.models_io import load_model
-from rfcli.learn.data import StoreData, open_data
+from rfcli.learn.data import open_data
 from rfcli.learn.linear import LinearModel
-from rfcli.learn.passes import LocalPasses
+from rfcli.learn.passes import passes_for
 from rfcli.metrics import ClassificationAccumulator, RegressionAccumulator, gaussian_nlpd_sum
 from rfcli.progress import NullProgress, Progress
 
@@ -44,7 +44,7 @@ def predict(
     passes = None
     try:
         if engine == "dask":
-            passes = _dask_passes_for(data, input_path, dask, progress)
+            passes = passes_for(data, engine, dask, progress)
         if passes is None:
             with progress.task("predicting", data.n_rows) as task:
                 for batch in data.batches(with_ids=True):
@@ -52,7 +52,7 @@ def predict(
                     n += len(batch)
                     task.advance(len(batch))
         else:
-            for part in passes.map(_predict_pass, model, title="predicting (dask)"):
+            for part in passes.map(_predict_pass, model, title="predicting"):
                 for cols in part:
                     writer.write(None, cols)
                     n += len(cols["prediction"])
@@ -99,22 +99,6 @@ def _evaluate_pass(data, model):
     return acc, nlpd
 
 
-def _dask_passes_for(data, input_path: str, dask, progress):
-    """Dask passes over ``data`` (a store, or Parquet read by the workers)."""
-    from rfcli.dask_engine import DaskPasses, DaskSettings
-    from rfcli.io.sources import ParquetSource
-
-    if isinstance(data, StoreData):
-        return DaskPasses(data, dask or DaskSettings(), progress)
-    if not isinstance(data.source, ParquetSource):
-        raise UsageError(
-            "--engine dask reads Parquet input (a file, a directory or a glob of files) or a store"
-        )
-    passes = DaskPasses(dask=dask or DaskSettings(), progress=progress)
-    return passes.over_parquet(input_path, data.sel, data.encoder, data.n_rows, data.on_nan,
-                               normalized=data.normalized, chunk_rows=data.chunk_rows)  # fmt: skip
-
-
 def evaluate(
     model_path: str,
     test_path: str,
@@ -125,21 +109,14 @@ def evaluate(
 ) -> dict[str, Any]:
     """Metrics of a model on a store or raw data with the training label column (on a Dask
     cluster with ``engine="dask"``: the counts and sums of slices are added up)."""
-    if engine not in ("local", "dask"):
-        raise UsageError(f"--engine must be local or dask, got {engine!r}")
     model, encoder, meta = load_model(model_path)
     progress = progress or NullProgress()
     label = (meta.get("trained_on") or {}).get("label")
     t0 = time.perf_counter()
     data = open_data(test_path, encoder, model.normalized, label, require_label=True)
     targets = model.targets
-    if engine == "dask":
-        passes = _dask_passes_for(data, test_path, dask, progress)
-    else:
-        passes = LocalPasses(data, progress)
-    with passes:
-        title = "evaluating" + (" (dask)" if engine == "dask" else "")
-        acc, nlpd = passes.reduce(_evaluate_pass, model, title=title)
+    with passes_for(data, engine, dask, progress) as passes:
+        acc, nlpd = passes.reduce(_evaluate_pass, model, title="evaluating")
     if acc.n == 0:
         raise InputError(f"{test_path}: no rows")
     out: dict[str, Any] = {"model": model.kind, "task": targets.task, "rows": acc.n}

@@ -15,7 +15,7 @@ from rfcli.io.models_io import save_model
 from rfcli.io.store import FeatureStore
 from rfcli.learn.data import StoreData, validation_mask
 from rfcli.learn.linear import LinearModel
-from rfcli.learn.passes import LocalPasses
+from rfcli.learn.passes import passes_for
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm, loss_terms
 from rfcli.learn.targets import Targets
@@ -123,7 +123,8 @@ def train(
     )
     if settings.model == "svm" and settings.memory:
         data.set_cache_budget(max(0, min(cache, budget - need)))
-    with _engine(data, settings, progress) as passes:
+    cache_on_workers = settings.model == "svm"
+    with passes_for(data, settings.engine, settings.dask, progress, cache_on_workers) as passes:
         if settings.model == "krr":
             model, report = _train_ridge(passes, targets, settings)
         else:
@@ -147,16 +148,6 @@ def train(
             overwrite=overwrite,
         )
     return TrainResult(model, report, secs)
-
-
-def _engine(data: StoreData, s: TrainSettings, progress: Progress):
-    """The engine that runs the learner's passes: this process, or a Dask cluster (which
-    keeps the SVM's packed codes in its workers' memory between passes)."""
-    if s.engine == "dask":
-        from rfcli.dask_engine import DaskPasses, DaskSettings
-
-        return DaskPasses(data, s.dask or DaskSettings(), progress, cache=s.model == "svm")
-    return LocalPasses(data, progress)
 
 
 # -- pass functions (run by an engine on all rows or on one slice; results are additive) ----
@@ -223,7 +214,7 @@ def _svm_pass(data, targets, which: str, seed, val_fraction, W32, b, C, loss, de
 def _train_ridge(passes, targets: Targets, s: TrainSettings):
     k = targets.n_outputs
     tune = s.alpha == "auto" and s.val_fraction > 0
-    title = "ridge: Phi'Phi" + (" (dask)" if passes.engine == "dask" else "")
+    title = "ridge: Phi'Phi"
     fit, val = passes.reduce(_split_stats_pass, targets, tune, s.seed, s.val_fraction, title=title)
     report: dict[str, Any] = {"model": "krr", "task": targets.task}
     if tune:

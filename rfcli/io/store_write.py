@@ -52,6 +52,13 @@ def _remove_chunks_from(array_dir: str, first: int) -> None:
             shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
 
 
+def _id_column(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """An id column's values as stored in an array of ``dtype`` (text stays text)."""
+    if values.dtype == object or dtype.kind not in "iuf":
+        return np.asarray([str(v) for v in values], dtype=str)
+    return values.astype(np.float64 if dtype.kind == "f" else dtype)
+
+
 def partial_path(path: str) -> str:
     return path.rstrip("/") + ".partial"
 
@@ -217,14 +224,7 @@ class StoreWriter:
         key = f"ids/{name}"
         if key not in self._arrays:
             self._new(key, (), str if values.dtype == object else values.dtype)
-        dt = self._arrays[key].dtype
-        if values.dtype == object:
-            return np.asarray([str(v) for v in values], dtype=str)
-        return (
-            values.astype(np.float64 if dt.kind == "f" else dt)
-            if dt.kind in "iuf"
-            else values.astype(str)
-        )
+        return _id_column(values, self._arrays[key].dtype)
 
     # -- writing -------------------------------------------------------------------------
     def write(
@@ -382,11 +382,7 @@ class RegionWriter:
             else:
                 cols["label"] = label.astype(self.arrays["label"].dtype)
         for k, v in (ids or {}).items():
-            dt = self.arrays[f"ids/{k}"].dtype
-            if v.dtype == object or dt.kind not in "iuf":
-                cols[f"ids/{k}"] = np.asarray([str(x) for x in v], dtype=str)
-            else:
-                cols[f"ids/{k}"] = v.astype(np.float64 if dt.kind == "f" else dt)
+            cols[f"ids/{k}"] = _id_column(v, self.arrays[f"ids/{k}"].dtype)
         return cols
 
     def write(self, enc: EncodedChunk, label: np.ndarray | None, ids: dict) -> None:

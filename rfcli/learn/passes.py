@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rfcli.errors import UsageError
 from rfcli.progress import NullProgress, Progress
 
 
@@ -47,8 +48,6 @@ class _Tracked:
 class LocalPasses:
     """The local engine: every pass is one sequential loop over all rows."""
 
-    engine = "local"
-
     def __init__(self, data, progress: Progress | None = None):
         self.data = data
         self.progress = progress or NullProgress()
@@ -71,3 +70,21 @@ class LocalPasses:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def passes_for(data, engine: str = "local", dask=None, progress: Progress | None = None,
+               cache: bool = False):  # fmt: skip
+    """The passes of ``engine`` (local or dask) over ``data``; ``cache``: keep a store's
+    packed codes in the Dask workers' memory between passes (the SVM)."""
+    if engine == "local":
+        return LocalPasses(data, progress)
+    if engine != "dask":
+        raise UsageError(f"--engine must be local or dask, got {engine!r}")
+    from rfcli.dask_engine import DaskPasses, DaskSettings
+
+    passes = DaskPasses(dask or DaskSettings(), progress)
+    try:
+        return passes.over(data, cache)
+    except BaseException:
+        passes.close()
+        raise
