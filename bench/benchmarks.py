@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from cli_peak import run_cli  # noqa: E402
 
-from rfcli.pipeline import EncodeSettings, ReadSettings, encode  # noqa: E402
+from rfcli.jobs.encode import EncodeSettings, ReadSettings, encode  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench")
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
@@ -274,7 +274,7 @@ print(json.dumps({"seconds": secs, "score": score, "peak_mib": int(hwm) / 1024})
 """
 
 _BASELINE = """
-import numpy, scipy, zarr, pyarrow, rfcli.cli, rfcli.training
+import numpy, scipy, zarr, pyarrow, rfcli.cli, rfcli.jobs.train
 hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0].split()[1]
 print(int(hwm) / 1024)
 """
@@ -324,7 +324,7 @@ def train_section(work, cases):
             alpha = 1e-3 * float(((F - F.mean(0)) ** 2).sum()) / F.shape[1]
             secs, peak = run_cli("train", tr, "--model", "krr", "--alpha", alpha, "-o", model,
                                  "--overwrite")  # fmt: skip
-            from rfcli.inference import evaluate
+            from rfcli.jobs.evaluate import evaluate
 
             score = evaluate(model, te)["mse"]
             sk = sklearn_fit("ridge", alpha, F, y, Ft, yt, work)
@@ -333,7 +333,7 @@ def train_section(work, cases):
             C = 1.0
             secs, peak = run_cli("train", tr, "--model", "svm", "-C", C, "-o", model,
                                  "--overwrite")  # fmt: skip
-            from rfcli.inference import evaluate
+            from rfcli.jobs.evaluate import evaluate
 
             score = evaluate(model, te)["accuracy"]
             sk = sklearn_fit("svm", C, F, y, Ft, yt, work)

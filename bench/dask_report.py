@@ -23,11 +23,11 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from benchmarks import OUT, synthetic  # noqa: E402
 
-from rfcli.dask_engine import DaskSettings  # noqa: E402
-from rfcli.gp_training import GPRSettings, train_gpr  # noqa: E402
-from rfcli.inference import predict  # noqa: E402
-from rfcli.pipeline import EncodeSettings, ReadSettings, encode  # noqa: E402
-from rfcli.training import TrainSettings, train  # noqa: E402
+from rfcli.engines.dask import DaskSettings  # noqa: E402
+from rfcli.jobs.train_gpr import GPRSettings, train_gpr  # noqa: E402
+from rfcli.jobs.predict import predict  # noqa: E402
+from rfcli.jobs.encode import EncodeSettings, ReadSettings, encode  # noqa: E402
+from rfcli.jobs.train import TrainSettings, train  # noqa: E402
 
 DOC = os.path.join(ROOT, "docs", "dask-report.md")
 
@@ -108,10 +108,10 @@ def main():
 def _task_code(src, store) -> float:
     """Seconds for the Dask encode tasks' code (every 4-store-chunk range in turn) in this
     process, no Dask: reads its rows from the Parquet input, encodes, writes its chunks."""
-    from rfcli import dask_engine
+    from rfcli.engines import dask as dask_engine
     from rfcli.io.readers import iter_chunks, open_source, select_columns
     from rfcli.io.store import FeatureStore
-    from rfcli.pipeline import new_writer
+    from rfcli.jobs.encode import new_writer
 
     enc = FeatureStore(store).encoder
     source = open_source(src)
@@ -149,15 +149,15 @@ def _learners(src, out, work, es, read, ds, tag, ref=None, threads=2):
     encode(src, out, es, read, overwrite=True, **({"threads": threads} if ds is None else kw))
     r["encode_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    train(ref, None, TrainSettings(model="krr", alpha=1e-3, **kw))
+    train(ref, None, TrainSettings(model="krr", alpha=1e-3), **kw)
     r["krr_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    res = train(ref, None, TrainSettings(model="svm", C=1.0, max_iter=10, **kw))
+    res = train(ref, None, TrainSettings(model="svm", C=1.0, max_iter=10), **kw)
     r["svm_s"] = time.perf_counter() - t0
     r["svm_passes"], r["svm_objective"] = res.report["passes"], res.report["objective"]
     t0 = time.perf_counter()
-    gs = GPRSettings(features="rff", n_features=256, learn=False, **kw)
-    _, rep = train_gpr(src, None, gs, ReadSettings(label="y"))
+    gs = GPRSettings(features="rff", n_features=256, learn=False)
+    rep = train_gpr(src, None, gs, ReadSettings(label="y"), **kw).report
     r["gpr_s"] = time.perf_counter() - t0
     r["gpr_lml"] = rep["log_marginal_likelihood"]
     model = os.path.join(work, "krr.npz")

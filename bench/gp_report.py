@@ -25,10 +25,10 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import exact_gp  # noqa: E402
 from cli_peak import run_cli  # noqa: E402
 
-from rfcli.gp_training import GPRSettings, train_gpr  # noqa: E402
-from rfcli.inference import evaluate  # noqa: E402
-from rfcli.io.models_io import load_model  # noqa: E402
-from rfcli.pipeline import ReadSettings  # noqa: E402
+from rfcli.jobs.train_gpr import GPRSettings, train_gpr  # noqa: E402
+from rfcli.jobs.evaluate import evaluate  # noqa: E402
+from rfcli.learn.model_file import load_model  # noqa: E402
+from rfcli.jobs.encode import ReadSettings  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench", "gpr")
 SETS = {"co2": (["t"], (0.01, 1.0), False), "quakes": (["lat", "long"], (0.3, 1.0), True)}
@@ -49,7 +49,7 @@ def rfcli_row(name, method, tr, te, settings):
     """Train rfcli GPR on tr, evaluate on te: one report row."""
     t0 = time.perf_counter()
     model_path = os.path.join(OUT, f"{name}.{settings.features}.npz")
-    _, rep = train_gpr(tr, model_path, settings, ReadSettings(label="y"), overwrite=True)
+    rep = train_gpr(tr, model_path, settings, ReadSettings(label="y"), overwrite=True).report
     ev = evaluate(model_path, te)
     return {
         "set": name,

@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from rfcli.pipeline import EncodeSettings, ReadSettings  # noqa: E402
-from rfcli.sweep import plot, sweep  # noqa: E402
-from rfcli.training import TrainSettings  # noqa: E402
+from rfcli.jobs.encode import EncodeSettings, ReadSettings  # noqa: E402
+from rfcli.jobs.sweep import plot, sweep  # noqa: E402
+from rfcli.jobs.train import TrainSettings  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench")
 SETS = {

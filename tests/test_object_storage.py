@@ -14,9 +14,10 @@ import pytest
 
 from rfcli import EncodeSettings, ReadSettings, encode
 from rfcli.errors import OutputError, StoreError, UsageError
-from rfcli.inference import evaluate, predict
+from rfcli.jobs.evaluate import evaluate
+from rfcli.jobs.predict import predict
 from rfcli.io.store import FeatureStore
-from rfcli.training import TrainSettings, train
+from rfcli.jobs.train import TrainSettings, train
 from tests.conftest import tree_digest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -163,7 +164,7 @@ def test_s3_on_dask(s3, local_store):
     pytest.importorskip("distributed")
     from distributed import LocalCluster
 
-    from rfcli.dask_engine import DaskSettings
+    from rfcli.engines.dask import DaskSettings
 
     _, disk_store = local_store
     store = "s3://bkt/dask/s.zarr"
@@ -173,14 +174,14 @@ def test_s3_on_dask(s3, local_store):
         encode("s3://bkt/lake/", store, EncodeSettings(**SETTINGS), ReadSettings(label="label"),
                engine="dask", dask=dask)  # fmt: skip
         assert url_digest(store) == tree_digest(disk_store)
-        dist = train(store, None, TrainSettings(model="krr", alpha=1.0, engine="dask", dask=dask))
+        dist = train(store, None, TrainSettings(model="krr", alpha=1.0), engine="dask", dask=dask)
     ref = train(disk_store, None, TrainSettings(model="krr", alpha=1.0))
     assert np.abs(dist.model.W - ref.model.W).max() <= 1e-9 * np.abs(ref.model.W).max()
 
 
 def test_verify_a_url_store():
     fsspec = pytest.importorskip("fsspec")
-    from rfcli.io.verify import verify_store
+    from rfcli.io.store.verify import verify_store
 
     fs = fsspec.filesystem("memory")
     fs.pipe("/t3/in.parquet", open(LETTER, "rb").read())

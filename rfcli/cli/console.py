@@ -69,7 +69,7 @@ class _NullTask:
 
 
 class RichProgress:
-    """Implements rfcli.pipeline.Progress with rich bars (rows, rows/s, ETA) on stderr."""
+    """Implements rfcli.progress.Progress with rich bars (rows, rows/s, ETA) on stderr."""
 
     def __init__(self, ui: UI):
         self.ui = ui

@@ -6,7 +6,7 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import overwrite_option
-from rfcli.pipeline import decode
+from rfcli.jobs.decode import decode
 
 
 @cli.command("decode")

@@ -21,7 +21,9 @@ from rfcli.io.jsonfile import read_json
 from rfcli.io.readers import FORMATS, NAN_POLICIES
 from rfcli.maps import KERNELS
 from rfcli.memory import parse_size
-from rfcli.pipeline import EncodeSettings, ReadSettings, encode
+from rfcli.encoder_fit import EncodeSettings
+from rfcli.io.readers import ReadSettings
+from rfcli.jobs.encode import encode
 from rfcli.quantize import DESIGNABLE
 
 

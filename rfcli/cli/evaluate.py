@@ -44,7 +44,7 @@ def evaluate_cmd(
     from rfcli.errors import UsageError
 
     if kernel_error:
-        from rfcli.kernel_error import kernel_error_report
+        from rfcli.jobs.kernel_error import kernel_error_report
 
         if raw is None or test_path is not None:
             raise UsageError("--kernel-error takes one STORE and --data RAW_INPUT")
@@ -52,7 +52,7 @@ def evaluate_cmd(
             raise UsageError("--kernel-error runs locally (on a row sample); drop --engine dask")
         out = kernel_error_report(first, raw, rows=rows, progress=ui.progress())
     else:
-        from rfcli.inference import evaluate
+        from rfcli.jobs.evaluate import evaluate
 
         if test_path is None:
             raise UsageError("evaluate needs MODEL and TEST (or --kernel-error STORE --data RAW)")

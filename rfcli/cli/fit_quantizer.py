@@ -78,7 +78,7 @@ def fit_quantizer_cmd(
     if kind == "empirical":
         if not map_path or not input_path:
             raise UsageError("--kind empirical needs --map STORE_OR_MODEL and INPUT")
-        from rfcli.pipeline import fit_quantizer_on_input
+        from rfcli.jobs.fit_quantizer import fit_quantizer_on_input
 
         q = fit_quantizer_on_input(
             map_path,

@@ -8,7 +8,7 @@ from rfcli.cli import cli
 from rfcli.cli.options import json_option
 from rfcli.errors import StoreError
 from rfcli.io.store import FeatureStore
-from rfcli.report import store_summary
+from rfcli.jobs.inspect import store_summary
 
 
 @cli.command("inspect")
@@ -34,7 +34,7 @@ def inspect_cmd(ui, store_path, verify, as_json):
       rfcli inspect train.rff.zarr --verify
     """
     if verify:
-        from rfcli.io.verify import verify_store
+        from rfcli.io.store.verify import verify_store
 
         with ui.progress().task("verifying", None) as task:
             rep = verify_store(store_path, progress=task.advance)

@@ -182,6 +182,6 @@ def engine_options(f):
 def dask_settings(engine: str, scheduler: str | None, workers: int):
     if engine != "dask":
         return None
-    from rfcli.dask_engine import DaskSettings
+    from rfcli.engines.dask import DaskSettings
 
     return DaskSettings(scheduler=scheduler, workers=workers)

@@ -6,7 +6,7 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import dask_settings, engine_options, overwrite_option
-from rfcli.inference import predict
+from rfcli.jobs.predict import predict
 
 
 @cli.command("predict")

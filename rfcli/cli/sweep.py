@@ -7,8 +7,9 @@ import click
 from rfcli.cli import cli
 from rfcli.cli.options import AutoFloat, CommaList, flatten, overwrite_option
 from rfcli.maps import KERNELS
-from rfcli.pipeline import EncodeSettings, ReadSettings
-from rfcli.training import MODELS, TrainSettings
+from rfcli.encoder_fit import EncodeSettings
+from rfcli.io.readers import ReadSettings
+from rfcli.jobs.train import MODELS, TrainSettings
 
 
 @cli.command("sweep")
@@ -81,7 +82,7 @@ def sweep_cmd(
     import numpy as np
 
     from rfcli.io.writers import TableWriter, check_output_path
-    from rfcli.sweep import parse_bits, plot, sweep
+    from rfcli.jobs.sweep import parse_bits, plot, sweep
 
     if output:
         check_output_path(output, overwrite)

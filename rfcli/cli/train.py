@@ -14,7 +14,7 @@ from rfcli.cli.options import (
     overwrite_option,
 )
 from rfcli.memory import parse_size
-from rfcli.training import TrainSettings, train
+from rfcli.jobs.train import TrainSettings, train
 
 
 @cli.command("train")
@@ -140,39 +140,7 @@ from rfcli.training import TrainSettings, train
 @engine_options
 @overwrite_option
 @click.pass_obj
-def train_cmd(
-    ui,
-    input_path,
-    model,
-    output,
-    normalized,
-    C,
-    alpha,
-    loss,
-    task,
-    val_fraction,
-    seed,
-    max_iter,
-    tol,
-    cache_mb,
-    label,
-    gp_features,
-    kernel,
-    learn,
-    ard,
-    lengthscale_bounds,
-    noise_bounds,
-    lengthscale,
-    n_features,
-    nodes,
-    cutoff,
-    standardize,
-    memory,
-    engine,
-    scheduler,
-    workers,
-    overwrite,
-):
+def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwrite, **opts):
     """Train a linear SVM or kernel ridge regression on a feature store, out of core, or a
     Gaussian-process regression on a store or on raw data.
 
@@ -193,46 +161,30 @@ def train_cmd(
     from rfcli.memory import steady_malloc
 
     steady_malloc()  # many passes: keep peak memory flat (see its docstring)
+    run = dict(overwrite=overwrite, engine=engine, dask=dask_settings(engine, scheduler, workers),
+               progress=ui.progress())  # fmt: skip
     if model == "gpr":
-        _train_gpr(
-            ui,
-            input_path,
-            output,
-            label,
-            gp_features,
-            kernel,
-            learn,
-            ard,
-            lengthscale_bounds,
-            noise_bounds,
-            lengthscale,
-            n_features,
-            tol,
-            nodes,
-            cutoff,
-            standardize,
-            seed,
-            overwrite,
-            dask_settings(engine, scheduler, workers),
-        )
-        return
+        _train_gpr(ui, input_path, output, opts, run)
+    else:
+        _train_linear(ui, input_path, model, output, opts, run)
+
+
+def _train_linear(ui, input_path, model, output, o, run) -> None:
     settings = TrainSettings(
         model=model,
-        normalized=normalized,
-        C=C,
-        alpha=alpha,
-        loss=loss,
-        task=task,
-        val_fraction=val_fraction,
-        seed=seed,
-        max_iter=max_iter,
-        tol=1e-7 if tol is None else tol,
-        cache_bytes=cache_mb << 20,
-        memory=parse_size(memory),
-        engine=engine,
-        dask=dask_settings(engine, scheduler, workers),
+        normalized=o["normalized"],
+        C=o["C"],
+        alpha=o["alpha"],
+        loss=o["loss"],
+        task=o["task"],
+        val_fraction=o["val_fraction"],
+        seed=o["seed"],
+        max_iter=o["max_iter"],
+        tol=1e-7 if o["tol"] is None else o["tol"],
+        cache_bytes=o["cache_mb"] << 20,
+        memory=parse_size(o["memory"]),
     )
-    res = train(input_path, output, settings, overwrite=overwrite, progress=ui.progress())
+    res = train(input_path, output, settings, **run)
     r = res.report
     if model == "svm":
         if "validation_accuracy" in r:
@@ -250,55 +202,26 @@ def train_cmd(
     ui.info(f"wrote {output} ({res.seconds:.1f} s)")
 
 
-def _train_gpr(
-    ui,
-    input_path,
-    output,
-    label,
-    features,
-    kernel,
-    learn,
-    ard,
-    lb,
-    nb,
-    lengthscale,
-    m,
-    tol,
-    nodes,
-    cutoff,
-    standardize,
-    seed,
-    overwrite,
-    dask,
-):
-    from rfcli.gp_training import GPRSettings, train_gpr
-    from rfcli.pipeline import ReadSettings
+def _train_gpr(ui, input_path, output, o, run) -> None:
+    from rfcli.io.readers import ReadSettings
+    from rfcli.jobs.train_gpr import GPRSettings, train_gpr
 
     s = GPRSettings(
-        features=features,
-        kernel=kernel,
-        learn=learn,
-        ard=ard,
-        lengthscale_bounds=lb,
-        noise_bounds=nb,
-        lengthscale=lengthscale,
-        n_features=m,
-        tol=1e-3 if tol is None else tol,
-        nodes=nodes,
-        cutoff=cutoff,
-        standardize=standardize,
-        seed=seed,
-        engine="dask" if dask is not None else "local",
-        dask=dask,
+        features=o["gp_features"],
+        kernel=o["kernel"],
+        learn=o["learn"],
+        ard=o["ard"],
+        lengthscale_bounds=o["lengthscale_bounds"],
+        noise_bounds=o["noise_bounds"],
+        lengthscale=o["lengthscale"],
+        n_features=o["n_features"],
+        tol=1e-3 if o["tol"] is None else o["tol"],
+        nodes=o["nodes"],
+        cutoff=o["cutoff"],
+        standardize=o["standardize"],
+        seed=o["seed"],
     )
-    _, r = train_gpr(
-        input_path,
-        output,
-        s,
-        ReadSettings(label=label),
-        overwrite=overwrite,
-        progress=ui.progress(),
-    )
+    r = train_gpr(input_path, output, s, ReadSettings(label=o["label"]), **run).report
     ui.info(f"map: {r['map']}")
     ui.info(
         f"gpr: signal variance {r['signal_variance']:.4g}, lengthscale "
@@ -310,3 +233,4 @@ def _train_gpr(
         f"{r['iterations']} iterations, {r['seconds_per_iteration'] * 1e3:.1f} ms/iteration, "
         f"{r['data_passes']} data pass(es); wrote {output} ({r['seconds']:.1f} s)"
     )
+

@@ -21,6 +21,19 @@ NAN_POLICIES = ("error", "drop", "zero")
 
 
 @dataclass
+class ReadSettings:
+    """How input is read: columns, label, id columns, format, chunk size, NaN policy."""
+
+    columns: list[str] | None = None
+    label: str | None = None
+    ids: list[str] = field(default_factory=list)
+    fmt: str | None = None
+    chunk_rows: int = 8192
+    on_nan: str = "error"
+
+
+
+@dataclass
 class Chunk:
     row0: int  # global index (in the output) of the first row
     X: np.ndarray  # float64 (n, d)
@@ -153,6 +166,16 @@ def iter_chunks(
         chunk = make_chunk(_concat(pending, names), sel, in_row, out_row, on_nan, source.path)
         if len(chunk):
             yield chunk
+
+
+def read_range(source, sel: Selection, start: int, stop: int, chunk_rows: int,
+               on_nan: str = "error") -> Iterator[Chunk]:  # fmt: skip
+    """Chunks of the global rows ``start .. stop-1`` of a :class:`ParquetSource` (read by
+    row range: a Dask task's slice), with the NaN policy and messages of
+    :func:`iter_chunks`."""
+    for a in range(start, stop, chunk_rows):
+        b = min(a + chunk_rows, stop)
+        yield make_chunk(source.read_rows(sel.all, a, b), sel, a, a, on_nan, source.path)
 
 
 def _concat(parts, names):

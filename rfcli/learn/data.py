@@ -12,7 +12,9 @@ import numpy as np
 
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import InputError, UsageError
-from rfcli.io.readers import iter_chunks, open_source, select_columns
+from rfcli.io import location
+from rfcli.io.readers import iter_chunks, open_source, read_range, select_columns
+from rfcli.io.sources import ParquetSource
 from rfcli.io.store import FeatureStore
 from rfcli.random import keyed_uniform
 
@@ -114,10 +116,29 @@ class StoreData:
 
 
 class RawData:
-    """One pass over raw input, encoded on the fly with a model's encoder."""
+    """Passes over raw input (Parquet/CSV/Zarr), encoded on the fly with an encoder: the one
+    adapter from raw rows to learner batches, for both engines.
 
-    def __init__(
-        self,
+    Batches hold the decoded quantized features (what a model trained on a store sees), or
+    with ``raw_features`` the unquantized features (GP regression's statistics).  Rows
+    ``start .. stop-1`` only when given (a Dask task's slice of a Parquet input, which it
+    reopens by path on the worker: see :meth:`slice`)."""
+
+    def __init__(self, source, sel, encoder: Encoder, *, normalized: bool = False,
+                 raw_features: bool = False, chunk_rows: int = 8192, on_nan: str = "error",
+                 start: int = 0, stop: int | None = None, path: str | None = None):  # fmt: skip
+        self.source, self.sel, self.encoder = source, sel, encoder
+        self.normalized, self.raw_features = normalized, raw_features
+        self.chunk_rows, self.on_nan = chunk_rows, on_nan
+        self.path = path if path is not None else source.path
+        self.label_name = sel.label
+        self.start = start
+        self.stop = stop
+        self.n_rows = (stop - start) if stop is not None else source.num_rows
+
+    @classmethod
+    def open(
+        cls,
         path: str,
         encoder: Encoder,
         normalized: bool,
@@ -127,35 +148,54 @@ class RawData:
         fmt: str | None = None,
         require_label: bool = False,
         on_nan: str = "error",
-    ):
-        self.encoder, self.normalized = encoder, normalized
-        self.source = open_source(path, fmt)
-        missing = [c for c in encoder.columns if c not in self.source.names]
+    ) -> RawData:
+        """The input at ``path`` with the columns ``encoder`` needs (refused when some are
+        missing), its ``label`` column when it has one (required with ``require_label``) and
+        whichever of ``ids`` it has."""
+        source = open_source(path, fmt)
+        missing = [c for c in encoder.columns if c not in source.names]
         if missing:
             raise InputError(
                 f"{path}: column(s) {', '.join(map(repr, missing[:8]))} the model's map needs "
                 "are missing"
             )
-        if label is not None and label not in self.source.names:
+        if label is not None and label not in source.names:
             if require_label:
                 raise InputError(f"{path}: label column {label!r} not found")
             label = None
-        ids = [i for i in (ids or []) if i in self.source.names]
-        self.label_name = label
-        self.sel = select_columns(self.source, encoder.columns, label, ids)
-        self.chunk_rows, self.on_nan = chunk_rows, on_nan
-        self.n_rows = self.source.num_rows
+        ids = [i for i in (ids or []) if i in source.names]
+        sel = select_columns(source, encoder.columns, label, ids)
+        return cls(source, sel, encoder, normalized=normalized, chunk_rows=chunk_rows,
+                   on_nan=on_nan)  # fmt: skip
+
+    def slice(self, start: int, stop: int, path: str | None = None) -> RawData:
+        """Rows ``start .. stop-1`` of a Parquet input, to be sent to a worker (which opens
+        ``path``, by default this input's path)."""
+        return RawData(None, self.sel, self.encoder, normalized=self.normalized,
+                       raw_features=self.raw_features, chunk_rows=min(self.chunk_rows, stop - start),
+                       on_nan=self.on_nan, start=start, stop=stop, path=path or self.path)  # fmt: skip
+
+    def _chunks(self):
+        if self.source is not None and self.stop is None:
+            yield from iter_chunks(self.source, self.sel, self.chunk_rows, self.on_nan)
+            return
+        src = self.source if self.source is not None else ParquetSource(self.path)
+        try:
+            yield from read_range(src, self.sel, self.start, self.stop, self.chunk_rows,
+                                  self.on_nan)  # fmt: skip
+        finally:
+            if self.source is None:
+                src.close()
 
     def batches(self, with_ids: bool = True) -> Iterator[Batch]:
         enc = self.encoder
-        for ch in iter_chunks(self.source, self.sel, self.chunk_rows, self.on_nan):
-            e = enc.encode_chunk(ch.X, ch.row0)
-            yield Batch(
-                ch.row0,
-                enc.decode(e.packed, e.norms, e.row_scale, self.normalized),
-                ch.label,
-                ch.ids,
-            )
+        for ch in self._chunks():
+            if self.raw_features:
+                F = enc.features(ch.X)
+            else:
+                e = enc.encode_chunk(ch.X, ch.row0)
+                F = enc.decode(e.packed, e.norms, e.row_scale, self.normalized)
+            yield Batch(ch.row0, F, ch.label, ch.ids if with_ids else {})
 
 
 def open_data(
@@ -168,8 +208,6 @@ def open_data(
     chunk_rows: int = 8192,
 ):
     """A store encoded with ``encoder`` (checked by fingerprint) or raw data."""
-    from rfcli.io import location
-
     if location.is_store(path):
         import zarr
 
@@ -183,4 +221,4 @@ def open_data(
             return data
     if not isinstance(normalized, bool):
         raise UsageError("normalized must be a boolean")
-    return RawData(path, encoder, normalized, label, ids, chunk_rows, require_label=require_label)
+    return RawData.open(path, encoder, normalized, label, ids, chunk_rows, require_label=require_label)

@@ -11,7 +11,7 @@ import pytest
 from rfcli import FeatureStore
 from rfcli.errors import IncompatibleError, UsageError
 from rfcli.maps import RowReducer
-from rfcli.pipeline import fit_quantizer_on_input
+from rfcli.jobs.fit_quantizer import fit_quantizer_on_input
 from tests.conftest import letter_matrix
 from tests.io.test_encode_store import chunk_files_digest, run
 

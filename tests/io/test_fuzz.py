@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rfcli import EncodeSettings, FeatureStore, ReadSettings, encode
 from rfcli.errors import RfcliError
-from rfcli.io.verify import verify_store
+from rfcli.io.store.verify import verify_store
 
 KINDS = ("float", "int", "text", "bool")
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rfcli.cli import cli
-from rfcli.io.verify import verify_store
+from rfcli.io.store.verify import verify_store
 from tests.io.test_encode_store import run
 
 

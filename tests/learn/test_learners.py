@@ -9,10 +9,11 @@ from scipy.optimize import minimize
 
 from rfcli import EncodeSettings, FeatureStore, ReadSettings, encode
 from rfcli.errors import ConfigError, IncompatibleError, UsageError
-from rfcli.inference import evaluate, predict
-from rfcli.io.models_io import load_model
+from rfcli.jobs.evaluate import evaluate
+from rfcli.jobs.predict import predict
+from rfcli.learn.model_file import load_model
 from rfcli.learn.svm import fit_svm, loss_terms
-from rfcli.training import TrainSettings, train
+from rfcli.jobs.train import TrainSettings, train
 from tests.conftest import write_parquet
 
 

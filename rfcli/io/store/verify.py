@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rfcli.errors import RfcliError, first_line
+from rfcli.io import location
+from rfcli.io.store.read import FeatureStore
 
 
 @dataclass
@@ -38,9 +40,6 @@ def _chunk_key(name: str, i: int, ndim: int) -> tuple[str, ...]:
 
 def verify_store(path: str, progress: Callable[[int], None] | None = None) -> VerifyReport:
     """Check every chunk and every piece of metadata of the store at ``path``."""
-    from rfcli.io import location
-    from rfcli.io.store import FeatureStore
-
     path = location.normalize(path)
     rep = VerifyReport(path)
     try:

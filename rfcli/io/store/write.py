@@ -16,13 +16,8 @@ from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import OutputError, StoreError, UsageError, first_line
 from rfcli.io import location
-from rfcli.io.store import ATTR, FORMAT, FORMAT_VERSION
-
-
-def store_chunk_rows(row_bytes: int) -> int:
-    """Rows per store chunk: about 4 MiB of codes, a power of two in [1024, 65536]."""
-    rows = max(1, (4 << 20) // max(row_bytes, 1))
-    return int(min(65536, max(1024, 1 << (rows.bit_length() - 1))))
+from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, partial_path, store_chunk_rows
+from rfcli.io.store.read import FeatureStore
 
 
 def _compressors():
@@ -57,10 +52,6 @@ def _id_column(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if values.dtype == object or dtype.kind not in "iuf":
         return np.asarray([str(v) for v in values], dtype=str)
     return values.astype(np.float64 if dtype.kind == "f" else dtype)
-
-
-def partial_path(path: str) -> str:
-    return path.rstrip("/") + ".partial"
 
 
 class StoreWriter:
@@ -163,8 +154,6 @@ class StoreWriter:
         self = cls.__new__(cls)
         self.path, self.tmp, self.group, self.meta = path, tmp, group, meta
         self.remote = False
-        from rfcli.io.store import FeatureStore
-
         self.encoder = FeatureStore(tmp, require_complete=False).encoder
         self.chunk_rows = int(meta["layout"]["chunk_rows"])
         label = meta.get("label")

@@ -1,22 +1,4 @@
-"""Feature stores: bit-packed random-feature codes in a Zarr v3 group (SPEC section 5).
-
-Layout of a store ``S``::
-
-    S/zarr.json            group attributes["rfcli"]: format, version, encoder config,
-                           layout, label/id info, row count, completion marker
-    S/codes                uint8 (n, row_bytes), chunked by rows, zstd + crc32c
-    S/norms                float32 (n,)  ||Q(z)|| per row (normalized estimator)
-    S/row_scale            float32 (n,)  input row norms (only maps that need them)
-    S/label                the target column (int64 / float64 / int32 class codes)
-    S/ids/<name>           pass-through id columns
-    S/encoder/map/<array>  the map's drawn arrays (W, tau, ...)
-    S/encoder/preprocess/  standardization statistics
-
-A store is written into a sibling ``S.partial`` and renamed into place after the
-completion marker is set, so a store at ``S`` is complete unless something outside rfcli
-interfered; readers refuse stores without the marker.  Store chunk rows depend only on
-the row width, so codes are byte-identical whatever the reader's chunk size or threads.
-"""
+"""Reading feature stores (:class:`FeatureStore`)."""
 
 from __future__ import annotations
 
@@ -30,54 +12,7 @@ from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import ConfigError, StoreError, first_line
 from rfcli.io import location
-from rfcli.registry import require
-
-FORMAT = "rfcli-feature-store"
-FORMAT_VERSION = 1
-ATTR = "rfcli"
-
-
-def _check_meta(meta: dict) -> dict:
-    """Validate the store attributes' schema (types and ranges); returns the layout."""
-    what = "store metadata"
-
-    def positive_int(d, key, where):
-        v = require(d, key, int, where)
-        if v < 1:
-            raise ConfigError(f"{where}: {key} must be positive, got {v}")
-        return v
-
-    layout = require(meta, "layout", dict, what)
-    for key in ("n_features", "row_bytes", "chunk_rows"):
-        positive_int(layout, key, "layout")
-    bits = require(layout, "bits", (int, float), "layout")
-    if not 0 < bits <= 32:
-        raise ConfigError(f"layout: bits must be in (0, 32], got {bits}")
-    require(layout, "codes", str, "layout")
-    if meta.get("complete"):
-        n = require(meta, "n_rows", int, what)
-        if n < 0:
-            raise ConfigError(f"n_rows must be >= 0, got {n}")
-    require(meta, "complete", bool, what)
-    require(meta, "encoder", dict, what)
-    require(meta, "fingerprint", str, what)
-    arrays = require(meta, "encoder_arrays", list, what)
-    if not all(isinstance(a, str) for a in arrays):
-        raise ConfigError("encoder_arrays must be a list of names")
-    ids = meta.get("ids", [])
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise ConfigError("ids must be a list of column names")
-    label = meta.get("label")
-    if label is not None:
-        if not isinstance(label, dict):
-            raise ConfigError("label must be an object or null")
-        require(label, "name", str, "label")
-        kind = require(label, "kind", str, "label")
-        if kind not in ("int", "float", "category"):
-            raise ConfigError(f"label: unknown kind {kind!r}")
-        if kind == "category" and meta.get("complete"):
-            require(label, "classes", list, "label")
-    return layout
+from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, check_meta, partial_path
 
 
 class FeatureStore:
@@ -88,7 +23,7 @@ class FeatureStore:
         self.remote = location.is_url(path)
         self._keys: set[str] | None = None
         if not location.isdir(path):
-            partial = path.rstrip("/") + ".partial"
+            partial = partial_path(path)
             hint = f" (an interrupted encode left {partial})" if os.path.isdir(partial) else ""
             raise StoreError(f"{path}: no such store{hint}")
         try:
@@ -111,7 +46,7 @@ class FeatureStore:
                 f"{path}: incomplete store (its encode did not finish); encode it again"
             )
         try:
-            self.layout = _check_meta(meta)
+            self.layout = check_meta(meta)
         except ConfigError as e:
             raise StoreError(f"{path}: bad metadata: {e}") from None
         try:
@@ -258,25 +193,3 @@ class FeatureStore:
             return int(fs.du(p))
         p = os.path.join(self.path, "codes")
         return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(p) for f in fs)
-
-
-# the writers live in rfcli.io.store_write; importable from here as before
-from rfcli.io.store_write import (  # noqa: E402
-    RegionWriter,
-    StoreWriter,
-    partial_path,
-    prepare_output,
-    store_chunk_rows,
-)
-
-__all__ = [
-    "ATTR",
-    "FORMAT",
-    "FORMAT_VERSION",
-    "FeatureStore",
-    "RegionWriter",
-    "StoreWriter",
-    "partial_path",
-    "prepare_output",
-    "store_chunk_rows",
-]

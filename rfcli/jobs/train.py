@@ -1,6 +1,7 @@
-"""Orchestration of training (svm, krr): passes over a store, hyperparameter selection on
-a validation split, model files.  The learners' numerics live in rfcli.learn; this module
-decides what to pass them.  Using a model (predict, evaluate): rfcli.inference."""
+"""The train job for svm and krr (``rfcli train``): passes over a store, hyperparameter
+selection on a validation split, model files.  The learners' numerics live in rfcli.learn;
+this module decides what to pass them.  GP regression: rfcli.jobs.train_gpr; using a model:
+rfcli.jobs.predict and rfcli.jobs.evaluate."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from rfcli.errors import InputError, UsageError
-from rfcli.io.models_io import save_model
+from rfcli.errors import InputError, OutputError, UsageError
+from rfcli.engines import open_engine
+from rfcli.io import location
 from rfcli.io.store import FeatureStore
 from rfcli.learn.data import StoreData, validation_mask
 from rfcli.learn.linear import LinearModel
-from rfcli.learn.passes import passes_for
+from rfcli.learn.model_file import save_model
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm, loss_terms
 from rfcli.learn.targets import Targets
@@ -40,20 +42,25 @@ class TrainSettings:
     tol: float = 1e-7
     cache_bytes: int = 256 << 20
     memory: int | None = None  # budget in bytes (default: physical memory)
-    engine: str = "local"  # or "dask": ridge statistics reduced on a Dask cluster
-    dask: Any = None  # rfcli.dask_engine.DaskSettings
 
 
 @dataclass
 class TrainResult:
+    """What a train job returns (svm, krr and gpr alike): the model, its training report
+    (also stored in the model file) and the wall time."""
+
     model: LinearModel
     report: dict[str, Any]
     seconds: float
 
 
+def check_output(output: str | None, overwrite: bool) -> None:
+    """Refuse to replace an existing model file without ``overwrite``."""
+    if output is not None and location.exists(output) and not overwrite:
+        raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
+
+
 def _check(settings: TrainSettings) -> None:
-    if settings.engine not in ("local", "dask"):
-        raise UsageError(f"--engine must be local or dask, got {settings.engine!r}")
     if settings.model not in MODELS:
         raise UsageError(f"--model must be one of {', '.join(MODELS)}")
     if not 0 <= settings.val_fraction < 1:
@@ -75,19 +82,17 @@ def train(
     settings: TrainSettings | None = None,
     *,
     overwrite: bool = False,
+    engine: str = "local",
+    dask=None,
     progress: Progress | None = None,
 ) -> TrainResult:
-    """Train an SVM or KRR model on a store; write it to ``output`` (if given)."""
+    """Train an SVM or KRR model on a store; write it to ``output`` (if given).
+    ``engine="dask"`` runs the passes on a Dask cluster (``dask``: its
+    :class:`~rfcli.engines.dask.DaskSettings`)."""
     settings = settings or TrainSettings()
     _check(settings)
     progress = progress or NullProgress()
-    if output is not None:
-        from rfcli.io import location
-
-        if location.exists(output) and not overwrite:
-            from rfcli.errors import OutputError
-
-            raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
+    check_output(output, overwrite)
     t0 = time.perf_counter()
     store = FeatureStore(store_path)
     # the SVM makes hundreds of passes: keep its packed codes in memory if they fit the
@@ -123,8 +128,8 @@ def train(
     )
     if settings.model == "svm" and settings.memory:
         data.set_cache_budget(max(0, min(cache, budget - need)))
-    cache_on_workers = settings.model == "svm"
-    with passes_for(data, settings.engine, settings.dask, progress, cache_on_workers) as passes:
+    with open_engine(engine, dask, progress) as eng:
+        passes = eng.passes(data, cache=settings.model == "svm")
         if settings.model == "krr":
             model, report = _train_ridge(passes, targets, settings)
         else:

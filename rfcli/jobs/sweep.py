@@ -11,10 +11,12 @@ from dataclasses import replace
 from typing import Any
 
 from rfcli.errors import UsageError
-from rfcli.inference import evaluate
-from rfcli.pipeline import EncodeSettings, ReadSettings, encode
+from rfcli.jobs.evaluate import evaluate
+from rfcli.encoder_fit import EncodeSettings
+from rfcli.io.readers import ReadSettings
+from rfcli.jobs.encode import encode
 from rfcli.progress import NullProgress, Progress
-from rfcli.training import TrainSettings, train
+from rfcli.jobs.train import TrainSettings, train
 
 
 def parse_bits(values: list[str]) -> list[int | str]:

@@ -12,6 +12,7 @@ the arithmetic of one sequential pass, so the local engine (one loop) and the Da
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,26 @@ from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_m
 from rfcli.quantize import Quantizer, make_quantizer
 from rfcli.quantize.base import check_bits
 from rfcli.random import keyed_uniform
+
+@dataclass
+class EncodeSettings:
+    """What ``rfcli encode`` asks for (ignored when encoding ``like`` another store)."""
+
+    kernel: str = "gaussian"
+    n_features: int = 1024
+    bits: int | None = None  # default: 2 for table quantizers, 1 for sign/binary, 32 for none
+    quantizer: str | None = None  # default: the map's
+    quantizer_config: dict[str, Any] | None = None  # from --quantizer-file
+    quantizer_domain: str = "auto"  # empirical quantizer: linear, log, or auto (by map and b)
+    gamma: float | str = "auto"
+    seed: int = 0
+    normalize_rows: bool = False
+    standardize: bool = False
+    sample_rows: int = 1000  # rows for the median heuristic
+    map_options: dict[str, Any] = field(default_factory=dict)  # e.g. GLF bounds, tol, nodes
+    store_chunk_rows: int | None = None  # rows per store chunk (default: ~4 MiB of codes)
+
+
 
 #: feature values the encoder's empirical quantizer is fitted on (SPEC 2)
 EMPIRICAL_SAMPLE = 200_000

@@ -5,7 +5,8 @@ from the statistics, the weight posterior into a model file.
 GLF: D = s^2 w p_ell(eta) changes with every hyperparameter, V is fixed, so learning costs
 O(s^3) per step after the pass.  RFF baseline: a fixed map learns s^2 and lambda from the
 statistics; learning the lengthscale too redraws (rescales) the features, one data pass
-per step (seed 003 section 4.3).
+per step (Fink Shustin & Avron, "Gauss-Legendre Features for Gaussian Process
+Regression", JMLR 2022, section 4.3; docs/methods.md).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from typing import Any
 import numpy as np
 
 from rfcli.encoder import Encoder
-from rfcli.errors import InputError, OutputError, UsageError
+from rfcli.encoder_fit import EncodeSettings
+from rfcli.engines import open_engine
+from rfcli.errors import InputError, UsageError
 from rfcli.io import location
-from rfcli.io.models_io import save_model
-from rfcli.io.readers import iter_chunks, open_source, select_columns
-from rfcli.io.sources import ParquetSource
+from rfcli.io.readers import ReadSettings, open_source, select_columns
 from rfcli.io.store import FeatureStore
-from rfcli.learn.data import Batch, StoreData
+from rfcli.jobs.train import TrainResult, check_output
+from rfcli.learn.data import RawData, StoreData
 from rfcli.learn.gpr import (
     GPRModel,
     GPStats,
@@ -34,11 +36,10 @@ from rfcli.learn.gpr import (
     lml_and_grad,
     posterior,
 )
-from rfcli.learn.passes import LocalPasses
+from rfcli.learn.model_file import save_model
 from rfcli.learn.targets import Targets
 from rfcli.maps.fourier import FourierMap
 from rfcli.maps.gauss_legendre import GLF_KERNELS, GaussLegendreMap
-from rfcli.pipeline import EncodeSettings, ReadSettings, fit_encoder
 from rfcli.progress import NullProgress, Progress
 from rfcli.quantize import make_quantizer
 
@@ -60,8 +61,6 @@ class GPRSettings:
     standardize: bool = True
     starts: int = 3
     seed: int = 0
-    engine: str = "local"  # or "dask": statistics reduced on a Dask cluster
-    dask: Any = None  # rfcli.dask_engine.DaskSettings
 
 
 def _check(s: GPRSettings) -> None:
@@ -72,8 +71,6 @@ def _check(s: GPRSettings) -> None:
     for name, (lo, hi) in (("lengthscale", s.lengthscale_bounds), ("noise", s.noise_bounds)):
         if not 0 < lo <= hi:
             raise UsageError(f"--{name}-bounds must satisfy 0 < LO <= HI, got {lo},{hi}")
-    if s.engine not in ("local", "dask"):
-        raise UsageError(f"--engine must be local or dask, got {s.engine!r}")
     if s.features == "rff" and s.ard:
         raise UsageError("--ard needs --features glf (RFF-GPR learns one lengthscale)")
 
@@ -102,65 +99,12 @@ def _feature_rows(n_features: int, chunk_rows: int) -> int:
     return max(256, min(chunk_rows, FEATURE_BLOCK_BYTES // (8 * n_features)))
 
 
-class _RawFeatures:
-    """One local pass over raw input: unquantized features of each chunk of rows."""
-
-    def __init__(self, source, sel, read: ReadSettings, encoder: Encoder):
-        self.source, self.sel, self.read, self.encoder = source, sel, read, encoder
-        self.n_rows = source.num_rows
-
-    def batches(self):
-        rows = _feature_rows(self.encoder.n_features, self.read.chunk_rows)
-        for ch in iter_chunks(self.source, self.sel, rows, self.read.on_nan):
-            yield Batch(ch.row0, self.encoder.features(ch.X), ch.label)
-
-
 def _gp_pass(data) -> GPStats:
     """GP sufficient statistics of ``data``'s rows (a pass function: additive)."""
     st = GPStats(data.encoder.n_features)
     for b in data.batches():
         st.update(b.F, np.asarray(b.y, dtype=np.float64))
     return st
-
-
-class _Engine:
-    """Where GPR's passes run: this process or a Dask cluster (rfcli.learn.passes)."""
-
-    def __init__(self, s: GPRSettings, progress: Progress):
-        self.s, self.progress = s, progress
-        self.dask = None
-        if s.engine == "dask":
-            from rfcli.dask_engine import DaskPasses, DaskSettings
-
-            self.dask = DaskPasses(s.dask or DaskSettings(), progress)
-
-    def store_stats(self, data: StoreData) -> GPStats:
-        passes = self.dask.over_store(data) if self.dask else LocalPasses(data, self.progress)
-        return passes.reduce(_gp_pass, title="GP statistics")
-
-    def fit_encoder(self, path, source, sel, es, read, fmap) -> Encoder:
-        if self.dask is None:
-            return fit_encoder(source, sel, es, read, self.progress, fmap=fmap)
-        from rfcli.dask_engine import fit_encoder_dask
-
-        return fit_encoder_dask(self.dask.client, path, source, sel, es, read, self.dask.dask,
-                         self.progress, fmap=fmap)  # fmt: skip
-
-    def raw_stats(self, path, source, sel, read, encoder: Encoder, what: str) -> GPStats:
-        if self.dask is None:
-            passes = LocalPasses(_RawFeatures(source, sel, read, encoder), self.progress)
-        else:
-            rows = _feature_rows(encoder.n_features, read.chunk_rows)
-            passes = self.dask.over_parquet(path, sel, encoder, source.num_rows, read.on_nan,
-                                            raw_features=True, chunk_rows=rows)  # fmt: skip
-        st = passes.reduce(_gp_pass, title=what)
-        if st.n == 0:
-            raise InputError(f"{path}: no rows")
-        return st
-
-    def close(self):
-        if self.dask is not None:
-            self.dask.close()
 
 
 def train_gpr(
@@ -170,69 +114,32 @@ def train_gpr(
     read: ReadSettings | None = None,
     *,
     overwrite: bool = False,
+    engine: str = "local",
+    dask=None,
     progress: Progress | None = None,
-) -> tuple[GPRModel, dict[str, Any]]:
-    """Fit a GP regression model on raw data (features computed on the fly) or a store."""
+) -> TrainResult:
+    """Fit a GP regression model on raw data (features computed on the fly) or a store;
+    write it to ``output`` (if given).  ``engine="dask"``: the passes run on a Dask cluster
+    (``dask``: its :class:`~rfcli.engines.dask.DaskSettings`)."""
     s = settings or GPRSettings()
     _check(s)
     read = read or ReadSettings()
     progress = progress or NullProgress()
-    if output is not None and location.exists(output) and not overwrite:
-        raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
-    engine = _Engine(s, progress)
-    try:
-        return _train_gpr(input_path, output, s, read, engine, overwrite, progress)
-    finally:
-        engine.close()
+    check_output(output, overwrite)
+    with open_engine(engine, dask, progress) as eng:
+        return _train_gpr(input_path, output, s, read, eng, overwrite, progress)
 
 
-def _train_gpr(input_path, output, s, read, engine, overwrite, progress):
+def _train_gpr(input_path, output, s, read, eng, overwrite, progress) -> TrainResult:
     t0 = time.perf_counter()
     report: dict[str, Any] = {"model": "gpr", "features_kind": s.features, "kernel": s.kernel}
     lo, hi = s.lengthscale_bounds
     ell0 = s.lengthscale or float(np.sqrt(lo * hi))
-    is_store = location.is_store(input_path)
-    passes = 1
-    if is_store:
-        store = FeatureStore(input_path)
-        encoder = store.encoder
-        data = StoreData(store)
-        if data.label_name is None:
-            raise InputError(f"{input_path}: the store has no label column")
-        label = data.label_name
-        st = engine.store_stats(data)
-        kind = "glf" if encoder.fmap.kind == "glf" else "rff"
-        if kind == "rff" and s.learn and s.features == "rff":
-            report["note"] = (
-                "a store has a fixed map: the lengthscale is not learned (give raw data)"
-            )
+    if location.is_store(input_path):
+        encoder, st, label, kind, passes, ell0 = _stats_from_store(input_path, s, eng, report, ell0)
     else:
-        label = read.label
-        if label is None:
-            raise UsageError("GPR needs --label (the regression target)")
-        source = open_source(input_path, read.fmt, spool_stdin=True)
-        if engine.dask is not None and not isinstance(source, ParquetSource):
-            source.close()
-            raise UsageError(
-                "--engine dask reads Parquet input (a file, a directory or a glob of files)"
-            )
-        sel = select_columns(source, read.columns, label, [])
-        es = EncodeSettings(standardize=s.standardize, quantizer="none", bits=32, seed=s.seed)
-        fmap = _glf_map(s) if s.features == "glf" else _rff_map(s, ell0)
-        encoder = engine.fit_encoder(input_path, source, sel, es, read, fmap)
-        if s.standardize or fmap.needs_box:
-            passes += 1
-        kind = s.features
-
-        def stats(enc, what):
-            return engine.raw_stats(input_path, source, sel, read, enc, what)
-
-        if kind == "rff" and s.learn:
-            encoder, st, ell0, extra = _learn_rff_lengthscale(stats, encoder, s)
-            passes += extra["passes"]
-            report.update(extra)
-        else:
-            st = stats(encoder, "GP statistics")
+        encoder, st, label, kind, passes, ell0 = _stats_from_input(input_path, s, read, eng,
+                                                                   report, ell0)  # fmt: skip
     t_pass = time.perf_counter() - t0
     mu, sd, c, yty = st.standardized()
     if kind == "glf":
@@ -241,19 +148,11 @@ def _train_gpr(input_path, output, s, read, engine, overwrite, progress):
     else:
         spectral = constant_spectral(encoder.n_features)
         n_ell = 0
-    bounds = [s.signal_bounds, *([s.lengthscale_bounds] * n_ell), s.noise_bounds]
     t1 = time.perf_counter()
     red = Reduced(st.G, c, yty, st.n)
+    theta, history = _learn(red, spectral, n_ell, ell0, s)
     if s.learn:
-        ells = np.geomspace(lo, hi, s.starts + 2)[1:-1] if n_ell else [None]
-        starts = [np.array([1.0, *([e] * n_ell), 0.1]) for e in ells]
-        res, history = fit_hyperparameters(red, spectral, bounds, starts)
-        theta, iters = res.x, sum(h["iterations"] for h in history)
         report["starts"] = history
-    else:
-        theta = np.log([1.0, *([ell0] * n_ell), 0.1])
-        iters = 0
-        history = []
     t_learn = time.perf_counter() - t1
     lml, _ = lml_and_grad(theta, red, spectral, need_grad=False)
     mean_w, cov_w, lam = posterior(theta, red, spectral)
@@ -266,6 +165,7 @@ def _train_gpr(input_path, output, s, read, engine, overwrite, progress):
         noise=sd * sd * lam,
     )
     ell = np.exp(theta[1 : 1 + n_ell]) if n_ell else ([ell0] if kind == "rff" else [])
+    iters = sum(h.get("iterations", 0) for h in history)
     report.update(
         {
             "rank": red.r,
@@ -278,25 +178,80 @@ def _train_gpr(input_path, output, s, read, engine, overwrite, progress):
             "log_marginal_likelihood": float(lml - st.n * np.log(sd)),
             "iterations": int(iters),
             "learn_seconds": t_learn,
-            "seconds_per_iteration": t_learn / max(sum(h.get("iterations", 0) for h in history), 1)
-            if s.learn
-            else 0.0,
+            "seconds_per_iteration": t_learn / max(iters, 1) if s.learn else 0.0,
             "data_passes": passes,
             "pass_seconds": t_pass,
             "map": encoder.fmap.describe(),
         }
     )
-    report["seconds"] = time.perf_counter() - t0
+    secs = time.perf_counter() - t0
+    report["seconds"] = secs
     model.info = report
     if output is not None:
-        save_model(
-            output,
-            model,
-            encoder,
-            {"trained_on": {"input": input_path, "label": label}},
-            overwrite=overwrite,
-        )
-    return model, report
+        trained_on = {"trained_on": {"input": input_path, "label": label}}
+        save_model(output, model, encoder, trained_on, overwrite=overwrite)
+    return TrainResult(model, report, secs)
+
+
+def _stats_from_store(path, s: GPRSettings, eng, report, ell0):
+    """GP statistics of a store's decoded features (its map is fixed)."""
+    store = FeatureStore(path)
+    data = StoreData(store)
+    if data.label_name is None:
+        raise InputError(f"{path}: the store has no label column")
+    st = eng.passes(data).reduce(_gp_pass, title="GP statistics")
+    kind = "glf" if store.encoder.fmap.kind == "glf" else "rff"
+    if kind == "rff" and s.learn and s.features == "rff":
+        report["note"] = "a store has a fixed map: the lengthscale is not learned (give raw data)"
+    return store.encoder, st, data.label_name, kind, 1, ell0
+
+
+def _stats_from_input(path, s: GPRSettings, read: ReadSettings, eng, report, ell0):
+    """GP statistics of raw input through a map fitted on it (GLF, or RFF with the
+    lengthscale searched by one pass per step)."""
+    label = read.label
+    if label is None:
+        raise UsageError("GPR needs --label (the regression target)")
+    source = open_source(path, read.fmt, spool_stdin=True)
+    try:
+        eng.check_source(source)
+        sel = select_columns(source, read.columns, label, [])
+        es = EncodeSettings(standardize=s.standardize, quantizer="none", bits=32, seed=s.seed)
+        fmap = _glf_map(s) if s.features == "glf" else _rff_map(s, ell0)
+        encoder = eng.fit_encoder(source, sel, es, read, fmap=fmap)
+        passes = 2 if s.standardize or fmap.needs_box else 1
+
+        def stats(enc: Encoder, what: str) -> GPStats:
+            rows = _feature_rows(enc.n_features, read.chunk_rows)
+            data = RawData(source, sel, enc, raw_features=True, chunk_rows=rows,
+                           on_nan=read.on_nan)  # fmt: skip
+            st = eng.passes(data).reduce(_gp_pass, title=what)
+            if st.n == 0:
+                raise InputError(f"{path}: no rows")
+            return st
+
+        if s.features == "rff" and s.learn:
+            encoder, st, ell0, extra = _learn_rff_lengthscale(stats, encoder, s)
+            passes += extra["passes"]
+            report.update(extra)
+        else:
+            st = stats(encoder, "GP statistics")
+    finally:
+        source.close()
+    return encoder, st, label, s.features, passes, ell0
+
+
+def _learn(red: Reduced, spectral, n_ell: int, ell0: float, s: GPRSettings):
+    """The hyperparameters (log space) and the optimizer's history: L-BFGS-B from
+    ``s.starts`` lengthscales spread over the bounds, or fixed ones without ``s.learn``."""
+    if not s.learn:
+        return np.log([1.0, *([ell0] * n_ell), 0.1]), []
+    lo, hi = s.lengthscale_bounds
+    bounds = [s.signal_bounds, *([s.lengthscale_bounds] * n_ell), s.noise_bounds]
+    ells = np.geomspace(lo, hi, s.starts + 2)[1:-1] if n_ell else [None]
+    starts = [np.array([1.0, *([e] * n_ell), 0.1]) for e in ells]
+    res, history = fit_hyperparameters(red, spectral, bounds, starts)
+    return res.x, history
 
 
 def _learn_rff_lengthscale(stats, encoder: Encoder, s: GPRSettings):

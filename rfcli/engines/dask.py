@@ -1,0 +1,367 @@
+"""The Dask engine: encode, train, predict and evaluate across a cluster, with the local
+engine's results.  Dask is an optional extra (``pip install rfcli[dask]``); nothing imports
+it unless ``--engine dask`` is asked for.  With a running scheduler (maybe on other
+machines) local paths are made absolute before they are sent to workers; a local cluster
+shares this process's directory, so paths (and messages naming them) stay as given; URLs
+(rfcli.io.location) are sent as they are.
+
+Encode.  Everything data-dependent is fitted first, exactly as the local engine fits it
+(column statistics in fixed 4096-row blocks, the hash row sample, the map's pass); the
+label's classes are gathered in order of first appearance.  The client then creates the
+partial store with every array at its final size, sends the encoder to the workers once,
+and submits one task per range of whole store chunks.  A task reads its rows from the
+Parquet input (only the row groups it needs), encodes them in the same global 256-row
+blocks as the local engine and writes its own chunks; no two tasks touch one chunk.  Dask
+retries a failed or lost task; the client writes the completion marker only after every
+task succeeded.  The result is byte-identical to ``--engine local``.
+
+Learners (:class:`DaskPasses`).  Every pass of a learner is a function of one slice of
+rows returning an additive result (rfcli.engines.base); tasks apply it to slices of whole
+store chunks (or of Parquet input) and a tree reduction sums the results on the cluster,
+so the answer equals the local engine's up to the floating-point order of the sums.  The
+SVM's slices keep their packed codes in the workers' memory between passes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from rfcli.encoder_fit import FIT_BLOCK, EncoderFitter, Pass1
+from rfcli.engines.base import Engine, add, batch_results
+from rfcli.errors import InputError, UsageError
+from rfcli.io import location
+from rfcli.io.readers import iter_chunks, read_range
+from rfcli.io.sources import ParquetSource
+from rfcli.io.store import FeatureStore, RegionWriter
+from rfcli.learn.data import RawData, StoreData
+from rfcli.maps import RowReducer
+from rfcli.progress import NullProgress, Progress
+
+#: store chunks per encode task (tasks of about 64k-256k rows)
+CHUNKS_PER_TASK = 4
+#: rows per task when reading Parquet input (fit passes, raw input of train/predict)
+SLICE_ROWS = 65536
+
+PARQUET_ONLY = "--engine dask reads Parquet input (a file, a directory or a glob of files)"
+
+
+@dataclass
+class DaskSettings:
+    scheduler: str | None = None  # address of a running scheduler; None: a local cluster
+    workers: int = 2  # processes of the local cluster
+    retries: int = 2
+
+    @property
+    def address(self) -> str | None:
+        return self.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+
+    def worker_path(self, path: str) -> str:
+        """``path`` as workers must see it: absolute on a running (maybe remote) cluster."""
+        return location.absolute(path) if self.address else location.normalize(path)
+
+
+def _client(ds: DaskSettings):
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError(
+            "--engine dask needs Dask: pip install 'rfcli[dask]' (dask[distributed])"
+        ) from None
+    address = ds.address
+    if address:
+        try:
+            return Client(address, timeout="20s"), None
+        except OSError as e:
+            raise UsageError(f"cannot reach the Dask scheduler at {address} ({e})") from None
+    if ds.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {ds.workers}")
+    cluster = LocalCluster(
+        n_workers=ds.workers, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    return Client(cluster), cluster
+
+
+def _encode_task(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows) -> int:
+    """Worker side: encode global rows ``start .. stop-1`` into the partial store."""
+    src = ParquetSource(path)
+    writer = RegionWriter(tmp)
+    try:
+        for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
+            writer.write(encoder.encode_chunk(ch.X, ch.row0), ch.label, ch.ids)
+        writer.close()
+    finally:
+        src.close()
+    return stop - start
+
+
+def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
+    """Worker side of the fit: pass 1 (recorded column-statistics blocks, row sample), the
+    map pass (recorded block sums) or the label's first appearances, over a row range that
+    starts on a 4096-row block boundary."""
+    src = ParquetSource(path)
+    try:
+        if stage == "labels":
+            return _first_appearance(
+                src.read_rows([sel.label], a, min(a + chunk_rows, stop))[sel.label]
+                for a in range(start, stop, chunk_rows)
+            )
+        if stage == "pass1":
+            part = fitter.new_pass1(len(sel.features), record=True)
+        else:
+            part = fitter.new_map_pass(start)
+        for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
+            if stage == "pass1":
+                part.update(ch.row0, ch.X)
+            else:
+                part.update(ch.row0, fitter.map_values(ch.X))
+        return part
+    finally:
+        src.close()
+
+
+def _first_appearance(parts) -> list:
+    """Distinct values in order of first appearance over an iterable of sequences."""
+    seen: dict = {}
+    for part in parts:
+        for v in part:
+            seen.setdefault(v, None)
+    return list(seen)
+
+
+def _wait_in_order(futures, progress, title, sizes):
+    """Wait for ``futures``, with progress as tasks complete (by ``sizes``, rows per task;
+    none without a title); the first failure in submission (row) order is raised, as the
+    local engine would report it.  Returns the futures."""
+    from distributed import as_completed, wait
+
+    if title is not None:
+        size_of = {f.key: s for f, s in zip(futures, sizes, strict=True)}
+        with progress.task(title, sum(sizes)) as task:
+            for fut in as_completed(futures):
+                if fut.status == "finished":
+                    task.advance(size_of[fut.key])
+    wait(futures)
+    for f in futures:
+        if f.status == "error":
+            f.result()
+    return futures
+
+
+def _in_order(futures, progress, title, sizes):
+    """Results of ``futures`` in submission (row) order (see :func:`_wait_in_order`)."""
+    return [f.result() for f in _wait_in_order(futures, progress, title, sizes)]
+
+
+def _fit_stage(client, path, sel, fitter, stage, n, read, dask, progress, title):
+    """One fitting pass as tasks over row ranges that start on 4096-row boundaries; the
+    partial results in row order."""
+    span = FIT_BLOCK * max(1, SLICE_ROWS // FIT_BLOCK)
+    path = dask.worker_path(path)
+    ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
+    chunk = min(read.chunk_rows, span)
+    fut_fitter = client.scatter(fitter, broadcast=True) if fitter is not None else None
+    futures = [
+        client.submit(_fit_task, path, sel, fut_fitter, stage, a, b, read.on_nan, chunk,
+                      retries=dask.retries, pure=False)
+        for a, b in ranges
+    ]  # fmt: skip
+    return _in_order(futures, progress, title, [b - a for a, b in ranges])
+
+
+def _label_classes(client, path, source, sel, read, dask, progress) -> list | None:
+    """A category label's classes in order of first appearance (None otherwise)."""
+    if sel.label is None or source.numeric.get(sel.label, True):
+        return None
+    parts = _fit_stage(client, path, sel, None, "labels", source.num_rows, read, dask, progress,
+                       "label classes (dask)")  # fmt: skip
+    return _first_appearance(parts)
+
+
+def _run_encode_tasks(client, path, sel, encoder, tmp, n, span, read, dask, progress):
+    enc = client.scatter(encoder, broadcast=True)
+    chunk = min(read.chunk_rows, span)
+    ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
+    futures = [
+        client.submit(_encode_task, path, sel, enc, tmp, a, b, read.on_nan, chunk,
+                      retries=dask.retries, pure=False)
+        for a, b in ranges
+    ]  # fmt: skip
+    _in_order(futures, progress, "encoding (dask)", [b - a for a, b in ranges])
+
+
+class DaskEngine(Engine):
+    """The Dask engine (see the module docstring).  The cluster (or the connection to a
+    running scheduler) is started when first needed and closed by :meth:`close`."""
+
+    name = "dask"
+
+    def __init__(self, dask: DaskSettings | None = None, progress: Progress | None = None):
+        self.dask = dask or DaskSettings()
+        self.progress = progress or NullProgress()
+        self._client = self._cluster = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client, self._cluster = _client(self.dask)
+        return self._client
+
+    def worker_path(self, path: str) -> str:
+        return self.dask.worker_path(path)
+
+    def check_source(self, source) -> None:
+        if not isinstance(source, ParquetSource):
+            raise UsageError(PARQUET_ONLY)
+
+    def check_encode(self, read, resume: bool) -> None:
+        if resume:
+            raise UsageError("--resume is for the local engine (a Dask encode is retried by Dask)")
+        if read.on_nan == "drop":
+            raise UsageError(
+                "--engine dask needs every input row to keep its place: use --on-nan error or "
+                "zero (or the local engine for drop)"
+            )
+
+    def fit_encoder(self, source, sel, settings, read, progress=None, fmap=None):
+        """The encoder, every pass a distributed reduction whose partial results merge in
+        row order exactly as one local pass (see rfcli.encoder_fit)."""
+        progress = progress or self.progress
+        path = source.path
+        if not source.num_rows:
+            raise InputError(f"{path}: no rows to encode (empty input)")
+        fitter = EncoderFitter(settings, fmap=fmap)
+        d = len(sel.features)
+
+        def run(stage, title):
+            return _fit_stage(self.client, path, sel, fitter, stage, source.num_rows, read,
+                              self.dask, progress, title)  # fmt: skip
+
+        stages = fitter.n_passes + 1
+        if fitter.needs_pass1:
+            parts = run("pass1", f"fitting (dask, 1/{stages})")
+            fitter.finish_pass1(Pass1.merge_ordered(parts), d, path)
+        else:
+            fitter.finish_pass1(None, d, path)
+        if fitter.needs_map_pass:
+            parts = run("map", f"fitting (dask, {fitter.n_passes}/{stages})")
+            fitter.finish_map_pass(RowReducer.merge_ordered(parts), path)
+        return fitter.encoder(sel.features)
+
+    def write_store(self, source, sel, read, encoder, writer, progress=None) -> str:
+        """The partial store is sized for every row, one task per range of whole store
+        chunks writes its own chunks, the completion marker comes last."""
+        progress = progress or self.progress
+        path, n = source.path, source.num_rows
+        try:
+            if not n:
+                raise InputError(f"{path}: no rows to encode (empty input)")
+            classes = _label_classes(self.client, path, source, sel, read, self.dask, progress)
+            first = next(iter_chunks(source, sel, min(16, n), read.on_nan))  # label/id dtypes
+            writer.preallocate(n, first, classes)
+            span = writer.chunk_rows * CHUNKS_PER_TASK
+            _run_encode_tasks(
+                self.client, path, sel, encoder, writer.tmp, n, span, read, self.dask, progress
+            )
+            return writer.finish_parallel(n)
+        except BaseException:
+            writer.abort()
+            raise
+
+    def passes(self, data, cache: bool = False) -> DaskPasses:
+        return DaskPasses(self, data, cache)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self._client = self._cluster = None
+
+
+# -- passes of the learners ------------------------------------------------------------------
+def _store_slice(store_path, normalized, chunk_rows, start, stop, cache):
+    """Worker side: rows ``start .. stop-1`` of a store; with ``cache`` their packed codes are
+    read now and kept (the slice then lives in the worker's memory between passes)."""
+    data = StoreData(FeatureStore(store_path), normalized, chunk_rows=chunk_rows,
+                     cache_bytes=(1 << 62) if cache else 0, start=start, stop=stop)  # fmt: skip
+    if cache:
+        data.load()
+    return data
+
+
+def _apply(fn, part, *args):
+    """Worker side: one pass function over one slice (a spec tuple is opened first)."""
+    data = _store_slice(*part) if isinstance(part, tuple) else part
+    return fn(data, *args)
+
+
+class DaskPasses:
+    """Passes (see :mod:`rfcli.engines.base`) as one task per slice of rows, partial results
+    summed by a tree reduction on the cluster.  Slices are whole multiples of the local
+    engine's batch size, so every batch is the same as locally.
+
+    ``data`` is a :class:`StoreData` or a :class:`RawData` of Parquet input (read and
+    encoded by the workers).  ``cache``: a store's slices read their packed codes once and
+    keep them in the workers' memory between passes (the SVM's hundreds of passes); a lost
+    worker's slices are recomputed from the store by Dask."""
+
+    def __init__(self, engine: DaskEngine, data, cache: bool = False):
+        self.engine, self.data = engine, data
+        self.client, self.progress = engine.client, engine.progress
+        if isinstance(data, StoreData):
+            self._over_store(data, cache)
+        elif isinstance(data, RawData) and isinstance(data.source, ParquetSource):
+            self._over_raw(data)
+        else:
+            raise UsageError(f"{PARQUET_ONLY} or a store")
+
+    def _submit(self, fn, *args):
+        return self.client.submit(fn, *args, retries=self.engine.dask.retries, pure=False)
+
+    def _over_store(self, data: StoreData, cache: bool) -> None:
+        store, step = data.store, data.chunk_rows
+        span = step * max(1, -(-store.chunk_rows * CHUNKS_PER_TASK // step))
+        ranges = [(a, min(a + span, data.n_rows)) for a in range(0, data.n_rows, span)]
+        path = self.engine.worker_path(store.path)
+        specs = [(path, data.normalized, step, a, b, cache) for a, b in ranges]
+        self.sizes = [b - a for a, b in ranges]
+        self.parts = [self._submit(_store_slice, *sp) for sp in specs] if cache else specs
+
+    def _over_raw(self, data: RawData) -> None:
+        step = data.chunk_rows
+        span = step * max(1, SLICE_ROWS // step)
+        ranges = [(a, min(a + span, data.n_rows)) for a in range(0, data.n_rows, span)]
+        path = self.engine.worker_path(data.source.path)
+        self.parts = [data.slice(a, b, path) for a, b in ranges]
+        self.sizes = [b - a for a, b in ranges]
+
+    @property
+    def n_rows(self) -> int:
+        return sum(self.sizes)
+
+    def _leaves(self, fn, args, title):
+        leaves = [self._submit(_apply, fn, part, *args) for part in self.parts]
+        title = None if title is None else f"{title} (dask)"
+        return _wait_in_order(leaves, self.progress, title, self.sizes)
+
+    def reduce(self, fn, *args, title: str | None = None):
+        level = self._leaves(fn, args, title)
+        while len(level) > 1:
+            nxt = [self.client.submit(add, level[i], level[i + 1], pure=False)
+                   for i in range(0, len(level) - 1, 2)]  # fmt: skip
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level = nxt
+        return level[0].result()
+
+    def map_batches(self, fn, *args, title: str):
+        """``fn(batch, *args)`` for every batch, in row order; each slice's results stay on
+        the workers until fetched here one slice at a time."""
+        for f in self._leaves(batch_results, (fn, args), title):
+            yield from f.result()
+            f.release()
+
+
+__all__ = ["DaskEngine", "DaskPasses", "DaskSettings"]

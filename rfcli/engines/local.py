@@ -1,0 +1,144 @@
+"""The local engine: fitting passes and every learner's pass are sequential loops over all
+rows in this process; the encode runs chunks on a thread pool (NumPy releases the GIL in
+GEMM, cos and packing) and writes them in row order."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from rfcli.encoder_fit import EncoderFitter
+from rfcli.engines.base import Engine
+from rfcli.errors import InputError, Interrupted
+from rfcli.io.readers import Chunk, iter_chunks
+from rfcli.progress import NullProgress, Progress
+
+
+class _Tracked:
+    """``data`` whose batches advance a progress task."""
+
+    def __init__(self, data, task):
+        self._data, self._task = data, task
+
+    def batches(self, *args, **kw):
+        for batch in self._data.batches(*args, **kw):
+            yield batch
+            self._task.advance(len(batch))
+
+    def __getattr__(self, name):
+        return getattr(self._data, name)
+
+
+class LocalPasses:
+    """Every pass is one sequential loop over all rows."""
+
+    def __init__(self, data, progress: Progress | None = None):
+        self.data = data
+        self.progress = progress or NullProgress()
+
+    @property
+    def n_rows(self) -> int:
+        return self.data.n_rows
+
+    def reduce(self, fn: Callable[..., Any], *args: Any, title: str | None = None) -> Any:
+        """``fn(data, *args)`` over all rows (see :mod:`rfcli.engines.base`)."""
+        if title is None:
+            return fn(self.data, *args)
+        with self.progress.task(title, self.data.n_rows) as task:
+            return fn(_Tracked(self.data, task), *args)
+
+    def map_batches(self, fn: Callable[..., Any], *args: Any, title: str) -> Iterator[Any]:
+        """``fn(batch, *args)`` for every batch (with its id columns), in row order."""
+        with self.progress.task(title, self.data.n_rows) as task:
+            for batch in self.data.batches(with_ids=True):
+                yield fn(batch, *args)
+                task.advance(len(batch))
+
+
+class LocalEngine(Engine):
+    name = "local"
+
+    def __init__(self, progress: Progress | None = None, threads: int | None = None):
+        self.progress = progress or NullProgress()
+        self.threads = threads or min(4, os.cpu_count() or 1)
+
+    def fit_encoder(self, source, sel, settings, read, progress=None, fmap=None):
+        """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe),
+        making the passes over the input that :class:`rfcli.encoder_fit.EncoderFitter`
+        asks for."""
+        progress = progress or self.progress
+        fitter = EncoderFitter(settings, fmap)
+        d = len(sel.features)
+        total = fitter.n_passes + 1
+        if fitter.needs_pass1:
+            p1 = fitter.new_pass1(d)
+            with progress.task(f"fitting (pass 1/{total})", source.num_rows) as t:
+                for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
+                    p1.update(ch.row0, ch.X)
+                    t.advance(len(ch))
+            fitter.finish_pass1(p1, d, source.path)
+        else:
+            fitter.finish_pass1(None, d, source.path)
+        if fitter.needs_map_pass:
+            reducer = fitter.new_map_pass()
+            with progress.task(f"fitting (pass {fitter.n_passes}/{total})", source.num_rows) as t:
+                for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
+                    reducer.update(ch.row0, fitter.map_values(ch.X))
+                    t.advance(len(ch))
+            fitter.finish_map_pass(reducer, source.path)
+        return fitter.encoder(sel.features)
+
+    def write_store(self, source, sel, read, encoder, writer, progress=None) -> str:
+        """The chunk loop: chunks encoded on the thread pool, written in row order.  An
+        interruption keeps the partial store up to its last checkpoint (``--resume``)."""
+        try:
+            self._encode_loop(source, sel, read, encoder, writer, progress or self.progress)
+            if writer.rows_written == 0:
+                raise InputError(f"{source.path}: no rows to encode (empty input)")
+            return writer.close()
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"interrupted; {writer.n_rows:,} encoded rows are kept in {writer.tmp} "
+                "(run the same command with --resume to continue)"
+            ) from None
+        except BaseException:
+            writer.abort()
+            raise
+
+    def _encode_loop(self, source, sel, read, encoder, writer, progress) -> None:
+        start = writer.rows_written  # > 0 when resuming
+        threads = self.threads
+        with progress.task("encoding", source.num_rows) as task, ThreadPoolExecutor(threads) as pool:
+            pending: deque = deque()
+            if start:
+                task.advance(start)
+
+            def drain(limit: int) -> None:
+                while len(pending) > limit:
+                    fut, ch = pending.popleft()
+                    writer.write(fut.result(), ch.label, ch.ids)
+                    task.advance(len(ch))
+
+            for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
+                if ch.row0 + len(ch) <= start:
+                    continue
+                if ch.row0 < start:
+                    ch = _tail(ch, start - ch.row0)
+                pending.append((pool.submit(encoder.encode_chunk, ch.X, ch.row0), ch))
+                drain(2 * threads)
+            drain(0)
+
+    def passes(self, data, cache: bool = False) -> LocalPasses:
+        return LocalPasses(data, self.progress)
+
+
+def _tail(ch: Chunk, k: int) -> Chunk:
+    return Chunk(
+        ch.row0 + k,
+        ch.X[k:],
+        None if ch.label is None else ch.label[k:],
+        {n: v[k:] for n, v in ch.ids.items()},
+    )

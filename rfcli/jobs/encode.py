@@ -1,0 +1,217 @@
+"""The encode job (``rfcli encode``): choose the engine, fit the encoder (or reuse another
+store's), create the store writer (or resume a partial store) and let the engine write
+every chunk.  The per-chunk work is :meth:`rfcli.encoder.Encoder.encode_chunk`; the
+engines (rfcli.engines) schedule it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from rfcli.encoder import Encoder
+from rfcli.encoder_fit import EncodeSettings, EncoderFitter
+from rfcli.engines import open_engine
+from rfcli.errors import InputError, UsageError
+from rfcli.io import location
+from rfcli.io.readers import ReadSettings, Selection, open_source, select_columns
+from rfcli.io.sources import Source
+from rfcli.io.store import FeatureStore, StoreWriter, partial_path, prepare_output
+from rfcli.progress import NullProgress, Progress
+
+
+@dataclass
+class EncodeResult:
+    path: str
+    n_rows: int
+    seconds: float
+    encoder: Encoder
+    skipped_columns: list[str]
+    fit_seconds: float = 0.0
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.n_rows / self.seconds if self.seconds > 0 else float("inf")
+
+
+def default_output(path: str) -> str:
+    if path == "-":
+        raise UsageError("reading from stdin: give the output store with -o")
+    base = path.rstrip("/")
+    for ext in (".parquet", ".pq", ".csv.gz", ".csv", ".tsv", ".txt", ".zarr"):
+        if base.lower().endswith(ext):
+            base = base[: -len(ext)]
+            break
+    return base + ".rff.zarr"
+
+
+def encode(
+    input_path,
+    output: str | None = None,
+    settings: EncodeSettings | None = None,
+    read: ReadSettings | None = None,
+    *,
+    like: str | None = None,
+    threads: int | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    memory: int | None = None,
+    engine: str = "local",
+    dask=None,
+    progress: Progress | None = None,
+) -> EncodeResult:
+    """Encode ``input_path`` (Parquet/CSV/Zarr, ``-`` for stdin CSV) into a store.
+
+    With ``like``, the map, preprocessing and quantizer of that store are reused (how a
+    test set is encoded); otherwise they are built from ``settings`` and fitted on the input.
+
+    An interruption (KeyboardInterrupt) keeps the partial store ``OUTPUT.partial`` up to its
+    last checkpoint and raises :class:`~rfcli.errors.Interrupted`; ``resume=True`` continues
+    it (after a crash or kill too) when the input and settings are the same, giving a store
+    byte-identical to an uninterrupted run.
+
+    ``memory`` (bytes) bounds the working arrays: the chunk size is derived from it (never
+    above ``read.chunk_rows``); chunking never changes the output.
+
+    ``engine="dask"`` runs the encode on a Dask cluster (``dask``: a
+    :class:`rfcli.engines.dask.DaskSettings`), byte-identical to the local engine.
+    Paths may be fsspec URLs (see :mod:`rfcli.io.location`).
+    """
+    settings = settings or EncodeSettings()
+    read = read or ReadSettings()
+    progress = progress or NullProgress()
+    _check_args(threads, read, resume, input_path, output)
+    with open_engine(engine, dask, progress, threads) as eng:
+        eng.check_encode(read, resume)
+        input_path = eng.worker_path(location.normalize(input_path))
+        output = eng.worker_path(location.normalize(output or default_output(input_path)))
+        if resume and location.is_url(output):
+            raise UsageError(
+                "--resume needs a local output store (a URL store is written in place, not as "
+                "a partial store)"
+            )
+        prepare_output(output, overwrite)
+        t0 = time.perf_counter()
+        # the map (one object, fitted later) and the passes it needs; checks the quantizer early
+        planner = EncoderFitter(settings) if like is None else None
+        readable = input_path != "-" and (location.exists(input_path) or "*" in input_path)
+        key = resume_key(input_path, settings, read, like) if readable else None
+        writer = None
+        if resume and os.path.isdir(partial_path(output)):
+            writer = StoreWriter.resume(output, key, overwrite=overwrite)
+        needs_pass = planner is not None and planner.n_passes > 0
+        source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
+        try:
+            eng.check_source(source)
+            if memory is not None and eng.name == "local":
+                read = _budget_chunks(read, source, planner, like, memory, eng.threads)
+            encoder, sel = _encoder_and_columns(eng, source, settings, read, like, planner,
+                                                writer, input_path)  # fmt: skip
+            t_fit = time.perf_counter() - t0
+            if writer is None:
+                writer = new_writer(output, encoder, sel, input_path, overwrite, key, settings,
+                                    like)  # fmt: skip
+            path = eng.write_store(source, sel, read, encoder, writer, progress)
+        finally:
+            source.close()
+    return EncodeResult(path, writer.n_rows, time.perf_counter() - t0, encoder, sel.skipped, t_fit)
+
+
+def _check_args(threads, read, resume, input_path, output) -> None:
+    if threads is not None and threads < 1:
+        raise UsageError(f"--threads must be >= 1, got {threads}")
+    if read.chunk_rows < 1:
+        raise UsageError(f"--chunk-rows must be >= 1, got {read.chunk_rows}")
+    if resume and input_path == "-":
+        raise UsageError("--resume needs a file input (stdin cannot be read again)")
+
+
+def _encoder_and_columns(eng, source, settings, read, like, planner, writer, input_path):
+    """The encoder (of the store ``like``, of the resumed partial store, or fitted on the
+    input by the engine) and the input's selected columns."""
+    if like is not None:
+        encoder, sel = select_like(source, like, read, input_path)
+        return (writer.encoder if writer is not None else encoder), sel
+    sel = select_columns(source, read.columns, read.label, read.ids)
+    if writer is not None:
+        return writer.encoder, sel
+    return eng.fit_encoder(source, sel, settings, read, fmap=planner.fmap), sel
+
+
+def select_like(source: Source, like: str, read: ReadSettings, input_path: str) -> tuple[Encoder, Selection]:
+    """The encoder of the store ``like`` and the input's columns for it (its label and id
+    columns are carried when the input has them)."""
+    ref = FeatureStore(like)
+    encoder = ref.encoder
+    missing = [c for c in encoder.columns if c not in source.names]
+    if missing:
+        raise InputError(
+            f"{input_path}: column(s) {', '.join(missing[:8])} of the store {like} "
+            "are missing from the input"
+        )
+    ref_label = (ref.label_info or {}).get("name")
+    label = read.label or (ref_label if ref_label in source.names else None)
+    ids = read.ids or [i for i in ref.meta.get("ids", []) if i in source.names]
+    return encoder, select_columns(source, encoder.columns, label, ids)
+
+
+def new_writer(output, encoder, sel, input_path, overwrite, key, settings, like):
+    """The store writer of an encode (both engines)."""
+    return StoreWriter(
+        output,
+        encoder,
+        label=sel.label,
+        ids=sel.ids,
+        source={"path": os.path.basename(input_path.rstrip("/")), "columns": sel.features},
+        overwrite=overwrite,
+        resume_key=key,
+        chunk_rows=settings.store_chunk_rows if like is None else None,
+    )
+
+
+def _budget_chunks(read, source, planner, like, memory, threads) -> ReadSettings:
+    from dataclasses import replace
+
+    from rfcli.memory import encode_chunk_rows
+
+    if like is not None:
+        enc = FeatureStore(like).encoder
+        d, fmap, row_bytes = len(enc.columns), enc.fmap, enc.row_bytes
+    else:
+        d = len(read.columns) if read.columns else len(source.names)
+        fmap = planner.fmap
+        row_bytes = 4 * fmap.n_features  # at most float32 features
+    rows = encode_chunk_rows(memory, d, fmap.n_features, row_bytes, threads, fmap.estimate_bytes(d))
+    return replace(read, chunk_rows=min(read.chunk_rows, rows))
+
+
+def resume_key(input_path: str, settings: EncodeSettings, read: ReadSettings, like) -> str:
+    """What an encode must share with an interrupted one to continue its partial store:
+    the input file (name, size, modification time) and every setting that changes the
+    output (not chunk size or threads, which never do)."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    from rfcli.io.readers import detect_format
+    from rfcli.io.sources import parquet_files
+
+    if detect_format(input_path, read.fmt) == "parquet":
+        files = parquet_files(input_path)
+    elif os.path.isdir(input_path):  # a Zarr input: every file of it
+        files = sorted(os.path.join(r, f) for r, _, fs in os.walk(input_path) for f in fs)
+    else:
+        files = [input_path]
+    ident = {
+        "input": input_path if location.is_url(input_path) else os.path.abspath(input_path),
+        "files": [location.file_ident(f) for f in files],
+        "settings": asdict(settings),
+        "read": {k: v for k, v in asdict(read).items() if k != "chunk_rows"},
+        "like": FeatureStore(like).meta["fingerprint"] if like else None,
+    }
+    blob = json.dumps(ident, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:32]
+
+
+__all__ = ["EncodeResult", "EncodeSettings", "ReadSettings", "default_output", "encode"]
