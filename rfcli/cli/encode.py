@@ -157,42 +157,8 @@ from rfcli.quantize import DESIGNABLE
 @engine_options
 @overwrite_option
 @click.pass_obj
-def encode_cmd(
-    ui,
-    input_path,
-    output,
-    bits,
-    features,
-    kernel,
-    gamma,
-    quantizer,
-    quantizer_file,
-    quantizer_domain,
-    seed,
-    columns,
-    label,
-    ids,
-    normalize_rows,
-    standardize,
-    like,
-    chunk_rows,
-    threads,
-    fmt,
-    on_nan,
-    gp_kernel,
-    lengthscale_bounds,
-    tol,
-    nodes,
-    cutoff,
-    memory,
-    store_chunk_rows,
-    resume,
-    engine,
-    scheduler,
-    workers,
-    overwrite,
-    **family,
-):
+def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, scheduler, workers,
+               overwrite, **opts):  # fmt: skip
     """Encode INPUT (a Parquet file, directory or glob of Parquet files, CSV, Zarr; '-' = CSV
     on stdin) into a bit-packed feature store.
 
@@ -210,43 +176,12 @@ def encode_cmd(
       rfcli encode big.parquet -o big.rff.zarr --resume   # after Ctrl-C, kill or crash
       rfcli encode lake/events/ -o events.rff.zarr --engine dask --scheduler tcp://host:8786
     """
-    check_family_options(click.get_current_context(), kernel)
-    map_options = {k: family[k] for k in MAP_FAMILY_OPTIONS}
-    if kernel == "glf":
-        map_options.update(
-            glf_kernel=gp_kernel,
-            lengthscale_bounds=lengthscale_bounds,
-            tol=tol,
-            nodes=nodes,
-            cutoff=cutoff,
-        )
-    settings = EncodeSettings(
-        map_options=map_options,
-        kernel=kernel,
-        n_features=features,
-        bits=bits,
-        quantizer=quantizer,
-        quantizer_config=_quantizer_file(quantizer_file) if quantizer_file else None,
-        quantizer_domain=quantizer_domain,
-        gamma=gamma,
-        seed=seed,
-        normalize_rows=normalize_rows,
-        standardize=standardize,
-        store_chunk_rows=store_chunk_rows,
-    )
-    read = ReadSettings(
-        columns=flatten(columns),
-        label=label,
-        ids=list(ids),
-        fmt=fmt,
-        chunk_rows=chunk_rows,
-        on_nan=on_nan,
-    )
+    check_family_options(click.get_current_context(), opts["kernel"])
     res = encode(
         input_path,
         output,
-        settings,
-        read,
+        _encode_settings(opts),
+        _read_settings(opts),
         like=like,
         threads=threads,
         overwrite=overwrite,
@@ -256,23 +191,65 @@ def encode_cmd(
         dask=dask_settings(engine, scheduler, workers),
         progress=ui.progress(),
     )
+    _report(ui, res, fitted=like is None, gamma=opts["gamma"])
+
+
+def _encode_settings(o: dict) -> EncodeSettings:
+    map_options = {k: o[k] for k in MAP_FAMILY_OPTIONS}
+    if o["kernel"] == "glf":
+        map_options.update(
+            glf_kernel=o["gp_kernel"],
+            lengthscale_bounds=o["lengthscale_bounds"],
+            tol=o["tol"],
+            nodes=o["nodes"],
+            cutoff=o["cutoff"],
+        )
+    return EncodeSettings(
+        map_options=map_options,
+        kernel=o["kernel"],
+        n_features=o["features"],
+        bits=o["bits"],
+        quantizer=o["quantizer"],
+        quantizer_config=_quantizer_file(o["quantizer_file"]) if o["quantizer_file"] else None,
+        quantizer_domain=o["quantizer_domain"],
+        gamma=o["gamma"],
+        seed=o["seed"],
+        normalize_rows=o["normalize_rows"],
+        standardize=o["standardize"],
+        store_chunk_rows=o["store_chunk_rows"],
+    )
+
+
+def _read_settings(o: dict) -> ReadSettings:
+    return ReadSettings(
+        columns=flatten(o["columns"]),
+        label=o["label"],
+        ids=list(o["ids"]),
+        fmt=o["fmt"],
+        chunk_rows=o["chunk_rows"],
+        on_nan=o["on_nan"],
+    )
+
+
+def _report(ui, res, fitted: bool, gamma) -> None:
+    """What was skipped, what was fitted on the input, and what was written (stderr)."""
     if res.skipped_columns:
         ui.info(
             f"skipped non-numeric column(s): {', '.join(res.skipped_columns)} "
             "(use --columns to choose)"
         )
     enc = res.encoder
-    if like is None:
-        fitted = enc.fmap.fitted_params()
-        if gamma == "auto" and fitted.get("gamma") is not None:
-            ui.info(f"gamma = {fitted['gamma']:.6g} (median heuristic)")
-        if "kappa" in fitted:
-            ui.info(f"kappa = {fitted['kappa']:.6g} (positive features, training maximum)")
-        if "s_minus" in fitted:
+    if fitted:
+        params = enc.fmap.fitted_params()
+        if gamma == "auto" and params.get("gamma") is not None:
+            ui.info(f"gamma = {params['gamma']:.6g} (median heuristic)")
+        if "kappa" in params:
+            ui.info(f"kappa = {params['kappa']:.6g} (positive features, training maximum)")
+        if "s_minus" in params:
             ui.info(
-                f"ternary thresholds s- = {fitted['s_minus']:.6g}, s+ = {fitted['s_plus']:.6g} "
-                f"({fitted['pattern']} pattern, tau = {fitted['tau']:.6g}, "
-                f"moment residual {fitted['residual']:.2g})"
+                f"ternary thresholds s- = {params['s_minus']:.6g}, s+ = {params['s_plus']:.6g} "
+                f"({params['pattern']} pattern, tau = {params['tau']:.6g}, "
+                f"moment residual {params['residual']:.2g})"
             )
     ui.info(
         f"wrote {res.path}: {res.n_rows:,} rows x {enc.n_features} features, "

@@ -79,9 +79,7 @@ def sweep_cmd(
       rfcli sweep tr.parquet te.parquet --model krr --label y --standardize \\
           --bits 1,2,none --features 512,2048 -o results.csv --plot curve.png
     """
-    import numpy as np
-
-    from rfcli.io.writers import TableWriter, check_output_path
+    from rfcli.io.writers import check_output_path
     from rfcli.jobs.sweep import parse_bits, plot, sweep
 
     if output:
@@ -131,20 +129,28 @@ def sweep_cmd(
         headers=("quantizer", "bits", "m", "bits/sample", key),
     )
     if output:
-        cols = {
-            k: np.array([r[k] if r[k] is not None else np.nan for r in results])
-            for k in results[0]
-            if k not in ("quantizer", "model", "bits")
-        }
-        cols = {
-            "model": np.array([r["model"] for r in results], dtype=object),
-            "quantizer": np.array([r["quantizer"] for r in results], dtype=object),
-            "bits": np.array([r["bits"] for r in results]),
-            **cols,
-        }
-        w = TableWriter(output, len(results), 0, overwrite=overwrite)
-        w.write(None, cols)
-        w.close()
+        _write_results(results, output, overwrite)
     if plot_path:
         plot(results, plot_path, key)
-        ui.info(f"wrote {plot_path}")
+
+
+def _write_results(results: list[dict], output: str, overwrite: bool) -> None:
+    """One row per (m, quantizer, b) to .npy/Parquet/CSV."""
+    import numpy as np
+
+    from rfcli.io.writers import TableWriter
+
+    cols = {
+        k: np.array([r[k] if r[k] is not None else np.nan for r in results])
+        for k in results[0]
+        if k not in ("quantizer", "model", "bits")
+    }
+    cols = {
+        "model": np.array([r["model"] for r in results], dtype=object),
+        "quantizer": np.array([r["quantizer"] for r in results], dtype=object),
+        "bits": np.array([r["bits"] for r in results]),
+        **cols,
+    }
+    w = TableWriter(output, len(results), 0, overwrite=overwrite)
+    w.write(None, cols)
+    w.close()

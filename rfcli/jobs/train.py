@@ -103,22 +103,7 @@ def train(
     # decoded chunks of about 16 MiB of float32 features (fewer rows when --memory is small)
     chunk_rows = max(256, min(8192, store.chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=cache)
-    label_kind = (store.label_info or {}).get("kind")
-    if settings.model == "svm" and label_kind == "float" and settings.task != "classification":
-        raise UsageError(
-            "the SVM is a classifier and the label is real-valued: use --model krr for regression "
-            "(or --task classification if the values are class codes)"
-        )
-    with progress.task("reading labels", store.n_rows) as task:
-
-        def label_chunks():  # consumed lazily: only the distinct values are kept
-            for _, y in data.labels():
-                task.advance(len(y))
-                yield y
-
-        targets = Targets.fit(label_chunks(), settings.task, label_kind)
-    if settings.model == "svm" and targets.task != "classification":
-        raise UsageError("the SVM is a classifier; use --model krr for a regression target")
+    targets = _read_targets(data, settings, progress)
     need = learner_need(settings.model, m, targets.n_outputs) + 3 * 4 * chunk_rows * m
     check_fits(
         f"{settings.model.upper()} with m = {m} features",
@@ -153,6 +138,28 @@ def train(
             overwrite=overwrite,
         )
     return TrainResult(model, report, secs)
+
+
+def _read_targets(data: StoreData, settings: TrainSettings, progress: Progress) -> Targets:
+    """The training targets (classes or outputs) from one pass over the store's labels."""
+    store = data.store
+    label_kind = (store.label_info or {}).get("kind")
+    if settings.model == "svm" and label_kind == "float" and settings.task != "classification":
+        raise UsageError(
+            "the SVM is a classifier and the label is real-valued: use --model krr for regression "
+            "(or --task classification if the values are class codes)"
+        )
+    with progress.task("reading labels", store.n_rows) as task:
+
+        def label_chunks():  # consumed lazily: only the distinct values are kept
+            for _, y in data.labels():
+                task.advance(len(y))
+                yield y
+
+        targets = Targets.fit(label_chunks(), settings.task, label_kind)
+    if settings.model == "svm" and targets.task != "classification":
+        raise UsageError("the SVM is a classifier; use --model krr for a regression target")
+    return targets
 
 
 # -- pass functions (run by an engine on all rows or on one slice; results are additive) ----
