@@ -16,6 +16,7 @@ from rfcli.cli.options import (
     glf_quadrature_options,
     map_family_options,
     overwrite_option,
+    settings_from,
 )
 from rfcli.io.jsonfile import read_json
 from rfcli.io.readers import FORMATS, NAN_POLICIES
@@ -204,31 +205,18 @@ def _encode_settings(o: dict) -> EncodeSettings:
             nodes=o["nodes"],
             cutoff=o["cutoff"],
         )
-    return EncodeSettings(
+    qfile = o["quantizer_file"]
+    return settings_from(
+        EncodeSettings,
+        o,
         map_options=map_options,
-        kernel=o["kernel"],
         n_features=o["features"],
-        bits=o["bits"],
-        quantizer=o["quantizer"],
-        quantizer_config=_quantizer_file(o["quantizer_file"]) if o["quantizer_file"] else None,
-        quantizer_domain=o["quantizer_domain"],
-        gamma=o["gamma"],
-        seed=o["seed"],
-        normalize_rows=o["normalize_rows"],
-        standardize=o["standardize"],
-        store_chunk_rows=o["store_chunk_rows"],
+        quantizer_config=_quantizer_file(qfile) if qfile else None,
     )
 
 
 def _read_settings(o: dict) -> ReadSettings:
-    return ReadSettings(
-        columns=flatten(o["columns"]),
-        label=o["label"],
-        ids=list(o["ids"]),
-        fmt=o["fmt"],
-        chunk_rows=o["chunk_rows"],
-        on_nan=o["on_nan"],
-    )
+    return settings_from(ReadSettings, o, columns=flatten(o["columns"]), ids=list(o["ids"]))
 
 
 def _report(ui, res, fitted: bool, gamma) -> None:

@@ -16,6 +16,15 @@ class CommaList(click.ParamType):
         return [v.strip() for v in str(value).split(",") if v.strip()]
 
 
+def settings_from(cls, opts: dict, **given):
+    """A settings dataclass from the click options named like its fields, with ``given``
+    for the fields whose option has another name or needs converting."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in opts.items() if k in names and k not in given}, **given)
+
+
 def flatten(values) -> list[str] | None:
     if not values:
         return None

@@ -12,9 +12,10 @@ from rfcli.cli.options import (
     engine_options,
     glf_quadrature_options,
     overwrite_option,
+    settings_from,
 )
-from rfcli.memory import parse_size
 from rfcli.jobs.train import TrainSettings, train
+from rfcli.memory import parse_size
 
 
 @cli.command("train")
@@ -170,16 +171,10 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
 
 
 def _train_linear(ui, input_path, model, output, o, run) -> None:
-    settings = TrainSettings(
+    settings = settings_from(
+        TrainSettings,
+        o,
         model=model,
-        normalized=o["normalized"],
-        C=o["C"],
-        alpha=o["alpha"],
-        loss=o["loss"],
-        task=o["task"],
-        val_fraction=o["val_fraction"],
-        seed=o["seed"],
-        max_iter=o["max_iter"],
         tol=1e-7 if o["tol"] is None else o["tol"],
         cache_bytes=o["cache_mb"] << 20,
         memory=parse_size(o["memory"]),
@@ -206,20 +201,8 @@ def _train_gpr(ui, input_path, output, o, run) -> None:
     from rfcli.io.readers import ReadSettings
     from rfcli.jobs.train_gpr import GPRSettings, train_gpr
 
-    s = GPRSettings(
-        features=o["gp_features"],
-        kernel=o["kernel"],
-        learn=o["learn"],
-        ard=o["ard"],
-        lengthscale_bounds=o["lengthscale_bounds"],
-        noise_bounds=o["noise_bounds"],
-        lengthscale=o["lengthscale"],
-        n_features=o["n_features"],
-        tol=1e-3 if o["tol"] is None else o["tol"],
-        nodes=o["nodes"],
-        cutoff=o["cutoff"],
-        standardize=o["standardize"],
-        seed=o["seed"],
+    s = settings_from(
+        GPRSettings, o, features=o["gp_features"], tol=1e-3 if o["tol"] is None else o["tol"]
     )
     r = train_gpr(input_path, output, s, ReadSettings(label=o["label"]), **run).report
     ui.info(f"map: {r['map']}")
