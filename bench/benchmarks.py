@@ -213,8 +213,8 @@ def roofline_section(work, path, label, m=8192, b=2, reps=3):
 
 
 def trigfree_section(m=2048, b=2, reps=50):
-    """SPEC 2's trig-free encoding against cos + border comparisons on one 256-row block of
-    phases: code = #{i: psi < arccos t_i}, psi = |theta - 2 pi round(theta / 2 pi)|,
+    """The trig-free encoding (docs/methods.md, Quantizers) against cos + border comparisons
+    on one 256-row block of phases: code = #{i: psi < arccos t_i}, psi = |theta - 2 pi round(theta / 2 pi)|,
     with the reduction by np.remainder or by floor."""
     from rfcli.quantize import make_quantizer
 
@@ -466,7 +466,7 @@ def write_doc(res):
     if res.get("trigfree"):
         r = res["trigfree"]
         L += [
-            "## Trig-free quantization (SPEC 2) — evaluated, not adopted",
+            "## Trig-free quantization (docs/methods.md) — evaluated, not adopted",
             "",
             f"One 256 x {r['m']} block of phases, {r['bits']}-bit LM codes, best of 50:",
             "",

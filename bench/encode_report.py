@@ -144,7 +144,7 @@ def write_markdown(results, parquet_bytes, args):
         f"Kernel error: relative Frobenius error `||K - K_hat||_F / ||K||_F` of the decoded features "
         f"on the first {args.rows} rows against the exact Gaussian kernel. *plain*: `F(x).F(y)` with "
         "`F = sqrt(2/m) Q(z)`; *scaled*: plain after the best scale beta_F (LM shrinks the kernel by "
-        "about alpha_1^2, seed 000 section 4); *normalized*: unit rows `Q(z)/||Q(z)||`.",
+        "about alpha_1^2, Li & Li 2021, Section 4); *normalized*: unit rows `Q(z)/||Q(z)||`.",
         "",
         "| quantizer | bits | CLI rows/s | in-process rows/s | peak RSS MiB | store bytes | vs float32 Parquet | plain | scaled | normalized |",
         "|---|---|---|---|---|---|---|---|---|---|",

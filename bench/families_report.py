@@ -1,6 +1,7 @@
 """The other feature families on real data (issue 5): ternary random features against
 their target's random features, NTK features against Gaussian RFF at equal bits, the
-seed-004 condition number of plain vs modified order-1 features, and positive features'
+condition number of Han et al. ("Random Features for the Neural Tangent Kernel",
+arXiv:2104.01351, 2021) for plain vs modified order-1 features, and positive features'
 kernel error for linear vs log-domain empirical quantizers.
 
     python bench/families_report.py [--data ../shared/data] [--only trf,ntk,cond,positive]
@@ -111,7 +112,7 @@ def load_rows(data, name, n, label="label"):
 
 
 def cond_section(data, sets, m1s, n=1000, seeds=5):
-    """Seed 004's metric for the order-1 arc-cosine kernel: condition number of
+    """Han et al. (2021)'s metric for the order-1 arc-cosine kernel: condition number of
     (K + lam I)^{-1/2} (Phi Phi' + lam I) (K + lam I)^{-1/2}, lam = 1e-4 n, and the kernel
     MSE; mean over seeds."""
     rows = []
@@ -266,7 +267,7 @@ def write_doc(res):
         L.append("")
     if "cond" in res:
         L += [
-            "## Plain vs modified order-1 arc-cosine features (seed 004's metric)",
+            "## Plain vs modified order-1 arc-cosine features (the metric of Han et al. 2021)",
             "",
             "Condition number of (K + lam I)^{-1/2} (Phi Phi' + lam I) (K + lam I)^{-1/2},",
             "lam = 1e-4 n, n = 1000 training rows (unit-normalized), mean (sd) over 5 seeds;",
@@ -334,7 +335,7 @@ OBSERVATIONS = [
     "  full-precision target features at m = 4096 for all three targets (relu -0.85, cos",
     "  -0.44, erf -0.58) and within about 2 points at m = 1024. On letter (d = 16) the gap",
     "  is 3.5-4.6 points at m = 4096 (6.5-8.6 at m = 1024), so the issue's \"within 1 point",
-    "  on two sets\" holds on one of the two classification sets available. Seed 001's",
+    "  on two sets\" holds on one of the two classification sets available. Ali et al. (2022)'s",
     "  equivalence is asymptotic in the dimension (the kernels match spectrally when",
     "  p, n grow together); letter's 16 non-negative integer features are far from that",
     "  regime, and standardizing them first (tested) makes the gap larger, not smaller.",
@@ -347,7 +348,7 @@ OBSERVATIONS = [
     "  depth 1 here. The 2-bit empirical quantizer costs the NTK features 1-2 points against",
     "  float32 (letter 94.1% at m = 4096).",
     "* **Modified order-1 features** have the smaller condition number in all six cells",
-    "  (e.g. letter m1 = 100: 14.5 vs 17.8; optdigits m1 = 300: 14.5 vs 15.0), as seed 004",
+    "  (e.g. letter m1 = 100: 14.5 vs 17.8; optdigits m1 = 300: 14.5 vs 15.0), as Han et al. (2021)",
     "  reports; the gain shrinks as m1 grows. Their kernel MSE is lower in 4 of 6 cells.",
     "* **Positive features: linear vs log-domain quantizer.** At 4 bits the log-domain",
     "  quantizer has the smaller plain and scaled-spectral error at every D; at 2 bits the",
@@ -356,7 +357,7 @@ OBSERVATIONS = [
     "  --quantizer empirical` therefore fits in the log domain for positive features at 3",
     "  bits or more (`--quantizer-domain auto`). These features are heavy-tailed: the plain",
     "  float32 error does not fall monotonically with D (0.108, 0.104, 0.023 at D = 256,",
-    "  1024, 4096), as seed 002 warns (they need a larger D than cosine RFF).",
+    "  1024, 4096), as the nmfkc documentation of positive features warns (they need a larger D than cosine RFF).",
     "",
 ]
 

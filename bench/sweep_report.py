@@ -1,5 +1,6 @@
-"""Accuracy / MSE against bits per sample on the real datasets (issue: seed 000's
-experiments), with exact-kernel ceilings from scikit-learn (benchmark extra only).
+"""Accuracy / MSE against bits per sample on the real datasets (the experiments of Li & Li,
+"Quantization Algorithms for Random Fourier Features", ICML 2021, Section 5), with
+exact-kernel ceilings from scikit-learn (benchmark extra only).
 
     python bench/sweep_report.py [--data ../shared/data] [--sets letter,optdigits,...]
 

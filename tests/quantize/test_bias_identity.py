@@ -1,6 +1,7 @@
-"""SPEC 2 / seed 000 section 4: with an LM quantizer Q and Chebyshev coefficients
-alpha_k = (2/pi) int_0^pi Q(cos t) cos(k t) dt, the quantized Gaussian-kernel estimator
-has mean E[2 Q(z_x) Q(z_y)] = sum_{k odd} alpha_k^2 rho^(k^2), rho = k(x, y)."""
+"""The LM bias identity (docs/methods.md, Quantizers; Li & Li, "Quantization Algorithms for
+Random Fourier Features", ICML 2021, Section 4): with an LM quantizer Q and Chebyshev
+coefficients alpha_k = (2/pi) int_0^pi Q(cos t) cos(k t) dt, the quantized Gaussian-kernel
+estimator has mean E[2 Q(z_x) Q(z_y)] = sum_{k odd} alpha_k^2 rho^(k^2), rho = k(x, y)."""
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ def predicted_mean(q, rho):
 def test_lm_mean_matches_chebyshev_identity(b):
     q = make_quantizer("lm", b)
     ks, alpha = chebyshev_alpha(q)
-    # alpha_1 = 1 - 2 D1 (SPEC 2)
+    # alpha_1 = 1 - 2 D1 (docs/methods.md, Quantizers)
     from rfcli.quantize.lloyd_max import arcsine_distortion
 
     assert alpha[0] == pytest.approx(1 - 2 * arcsine_distortion(q.borders, q.levels), rel=1e-9)

@@ -8,8 +8,8 @@ from rfcli.quantize.packing import byte_lookup_table, pack_codes, packed_row_byt
 
 
 def reference_pack(codes: np.ndarray, b: int) -> np.ndarray:
-    """Bit by bit, straight from SPEC 5: feature j's bit k is bit j*b+k of the row,
-    bit 0 = least significant bit of byte 0."""
+    """Bit by bit, straight from docs/store-format.md (Bit layout): feature j's bit k is
+    bit j*b+k of the row, bit 0 = least significant bit of byte 0."""
     n, m = codes.shape
     out = np.zeros((n, packed_row_bytes(m, b)), dtype=np.uint8)
     for i in range(n):
