@@ -12,7 +12,7 @@ Names are imported when first used, so ``import rfcli`` stays cheap.
 
 >>> import rfcli
 >>> q = rfcli.make_quantizer("lm", 1)
->>> [round(v, 4) for v in q.levels]
+>>> [round(float(v), 4) for v in q.levels]
 [-0.6366, 0.6366]
 """
 

@@ -1,10 +1,11 @@
-"""Kernel-approximation metrics (SPEC section 4).
+"""Kernel-approximation metrics (docs/methods.md, Evaluation metrics).
 
 For an exact kernel matrix K and an estimate K_hat on the same rows:
 relative Frobenius ``||K - K_hat||_F / ||K||_F``, relative spectral
 ``||K - K_hat||_2 / ||K||_2``, and the scale-invariant Frobenius error with the best
-scale ``beta_F = <K, K_hat>_F / ||K_hat||_F^2`` (seed 000, Definition 5.1), which does
-not penalize LM quantizers for their known shrinkage toward 0.
+scale ``beta_F = <K, K_hat>_F / ||K_hat||_F^2`` (Li & Li, "Quantization algorithms for
+random Fourier features", ICML 2021, Definition 5.1), which does not penalize LM
+quantizers for their known shrinkage toward 0.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def _sym_eig_extremes(M: np.ndarray) -> tuple[float, float]:
 
 
 def spectral_approximation(K: np.ndarray, K_hat: np.ndarray, lam: float) -> dict[str, float]:
-    """Zhang et al.'s spectral approximation (seed 000 section 5.3, seed 004): with
+    """The spectral approximation of Zhang et al. (AISTATS 2019), as in Li & Li (ICML 2021,
+    Section 5.3), and Han et al.'s condition number (arXiv:2104.01351, 2021): with
     ``A = K + lam I`` and ``M(beta) = A^{-1/2} (beta K_hat + lam I) A^{-1/2}``,
     ``Delta1 = 1 - e_min``, ``Delta2 = e_max - 1`` at beta = 1, ``delta2* = min_beta
     max(Delta1, Delta2)``, and the condition number of M(1)."""
@@ -82,16 +84,6 @@ def scaled_spectral_error(K: np.ndarray, K_hat: np.ndarray) -> tuple[float, floa
 
     opt = minimize_scalar(err, bounds=(1e-3, 1e3), method="bounded", options={"xatol": 1e-4})
     return float(min(opt.fun, err(1.0)) / spec), float(opt.x)
-
-
-def classification_metrics(
-    true_idx: np.ndarray, pred_idx: np.ndarray, n_classes: int
-) -> dict[str, float]:
-    """Accuracy and macro-F1 (classes absent from both truth and prediction are skipped).
-    ``true_idx`` may hold -1 for labels unseen in training (always wrong)."""
-    acc = ClassificationAccumulator(n_classes)
-    acc.update(true_idx, pred_idx)
-    return acc.result()
 
 
 class ClassificationAccumulator:

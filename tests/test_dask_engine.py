@@ -14,10 +14,9 @@ from rfcli import EncodeSettings, ReadSettings, encode  # noqa: E402
 from rfcli.engines.dask import DaskSettings  # noqa: E402
 from rfcli.errors import InputError  # noqa: E402
 from rfcli.jobs.train import TrainSettings, train  # noqa: E402
-from tests.conftest import tree_digest as tree  # noqa: E402
-from tests.conftest import write_parquet  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers import LETTER  # noqa: E402
+from tests.helpers import tree_digest as tree  # noqa: E402
+from tests.helpers import write_parquet  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +31,7 @@ def scheduler():
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     d = tmp_path_factory.mktemp("ds")
-    t = pq.read_table(os.path.join(ROOT, "sample_data", "letter.train.parquet"))
+    t = pq.read_table(LETTER)
     t = t.append_column("name", t["label"].cast("string"))
     os.makedirs(d / "ds" / "k=1")
     pq.write_table(t.slice(0, 5000), d / "ds" / "k=0.parquet", row_group_size=1200)

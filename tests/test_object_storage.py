@@ -18,10 +18,10 @@ from rfcli.jobs.evaluate import evaluate
 from rfcli.jobs.predict import predict
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.train import TrainSettings, train
-from tests.conftest import tree_digest
+from tests.helpers import LETTER as LETTER_PATH
+from tests.helpers import tree_digest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LETTER = os.path.join(ROOT, "sample_data", "letter.train.parquet")
+LETTER = os.fspath(LETTER_PATH)
 SETTINGS = dict(n_features=48, standardize=True, store_chunk_rows=2048)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from rfcli.cli import cli
-from tests.conftest import SAMPLE
+from tests.helpers import SAMPLE
 
 
 def invoke(*args):

@@ -52,7 +52,7 @@ def test_kernel_error_json(stores, letter_small):
 def test_kernel_error_refuses_other_data(stores, tmp_path):
     import numpy as np
 
-    from tests.conftest import write_parquet
+    from tests.helpers import write_parquet
 
     _, tr = stores
     fake = write_parquet(

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import tree_digest, write_parquet
+from tests.helpers import tree_digest, write_parquet
 
 N_ROWS, STORE_CHUNK = 24_000, 400
 

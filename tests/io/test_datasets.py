@@ -10,7 +10,7 @@ import pytest
 
 from rfcli.errors import InputError
 from rfcli.io.sources import ParquetSource
-from tests.io.test_encode_store import chunk_files_digest, run
+from tests.helpers import chunk_files_digest, run
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from rfcli import FeatureStore
 from rfcli.errors import IncompatibleError, UsageError
 from rfcli.maps import RowReducer
 from rfcli.jobs.fit_quantizer import fit_quantizer_on_input
-from tests.conftest import letter_matrix
-from tests.io.test_encode_store import chunk_files_digest, run
+from tests.helpers import chunk_files_digest, letter_matrix, run
 
 FAMILIES = [
     dict(kernel="ternary", quantizer="trits", normalize_rows=True, map_options={"target": "relu"}),

@@ -1,8 +1,6 @@
 """Encode pipeline and store: reproducibility, --like, labels/ids, decode, failures."""
 
-import hashlib
 import os
-import pathlib
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -10,31 +8,7 @@ import pytest
 
 from rfcli import EncodeSettings, FeatureStore, ReadSettings, decode, encode
 from rfcli.errors import IncompatibleError, InputError, OutputError, StoreError
-from tests.conftest import letter_matrix, write_parquet
-
-
-def chunk_files_digest(store: pathlib.Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted((store / "codes").rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(store)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
-
-
-def run(src, out, chunk_rows=8192, threads=1, **kw):
-    read_kw = {k: kw.pop(k) for k in ("columns", "label", "ids", "on_nan") if k in kw}
-    like = kw.pop("like", None)
-    res = encode(
-        os.fspath(src),
-        os.fspath(out),
-        EncodeSettings(**kw) if kw else EncodeSettings(),
-        ReadSettings(chunk_rows=chunk_rows, **read_kw),
-        like=like,
-        threads=threads,
-        overwrite=True,
-    )
-    return res
+from tests.helpers import chunk_files_digest, letter_matrix, run, write_parquet
 
 
 @pytest.mark.parametrize("quantizer,bits", [("lm", 2), ("stoc", 3), ("lm2", 5)])

@@ -1,7 +1,6 @@
 """`rfcli inspect --verify` finds flipped bytes, missing chunks, truncated metadata and
 inconsistent metadata; a clean store verifies."""
 
-import json
 import os
 import shutil
 
@@ -11,7 +10,7 @@ from click.testing import CliRunner
 
 from rfcli.cli import cli
 from rfcli.io.store.verify import verify_store
-from tests.io.test_encode_store import run
+from tests.helpers import edit_meta, run
 
 
 @pytest.fixture
@@ -68,13 +67,6 @@ def test_truncated_metadata_is_detected(store, meta):
     assert not rep.ok
     r = verify_cli(store)
     assert r.exit_code == 2 and "Traceback" not in r.output
-
-
-def edit_meta(store, fn):
-    f = os.path.join(store, "zarr.json")
-    doc = json.load(open(f))
-    fn(doc["attributes"]["rfcli"])
-    json.dump(doc, open(f, "w"))
 
 
 def test_inconsistent_metadata_is_detected(store):

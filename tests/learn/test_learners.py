@@ -14,7 +14,7 @@ from rfcli.jobs.predict import predict
 from rfcli.learn.model_file import load_model
 from rfcli.learn.svm import fit_svm, loss_terms
 from rfcli.jobs.train import TrainSettings, train
-from tests.conftest import write_parquet
+from tests.helpers import write_parquet
 
 
 @pytest.fixture(scope="module")

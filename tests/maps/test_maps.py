@@ -12,7 +12,7 @@ from scipy.special import kv
 
 from rfcli.errors import ConfigError, UsageError
 from rfcli.maps import FeatureMap, make_map
-from tests.conftest import letter_matrix
+from tests.helpers import letter_matrix
 
 
 def unit_rows(n=10):

@@ -50,11 +50,24 @@ class FeatureStore:
         except ConfigError as e:
             raise StoreError(f"{path}: bad metadata: {e}") from None
         try:
-            codes_rows = self.group["codes"].shape[0]
+            codes = self.group["codes"]
+            shape, chunk0 = tuple(codes.shape), codes.chunks[0]
+            codes_rows = shape[0]
         except Exception as e:
             raise StoreError(
                 f"{path}: codes array missing or unreadable ({first_line(e)})"
             ) from None
+        layout = self.layout
+        if shape[1:] != (layout["row_bytes"],):
+            raise StoreError(
+                f"{path}: bad metadata: layout.row_bytes is {layout['row_bytes']}, the codes "
+                f"array has shape {shape}"
+            )
+        if chunk0 != layout["chunk_rows"]:  # the missing-chunk checks rely on it
+            raise StoreError(
+                f"{path}: bad metadata: layout.chunk_rows is {layout['chunk_rows']}, the codes "
+                f"are chunked by {chunk0} rows"
+            )
         self.n_rows = meta["n_rows"] if self.complete else codes_rows
         if self.complete and codes_rows != self.n_rows:
             raise StoreError(
@@ -62,12 +75,17 @@ class FeatureStore:
             )
         self._encoder: Encoder | None = None
         self._require_complete = require_complete
+        if require_complete:
+            _ = self.encoder  # refused on open if the encoder does not match its fingerprint
 
     def __reduce__(self):  # pickled by path (Dask moves data slices between workers)
         return FeatureStore, (self.path, self._require_complete)
 
     @property
     def encoder(self) -> Encoder:
+        """The store's encoder, built on first use (every read path goes through it) and
+        checked against the recorded fingerprint and layout: a store whose encoder arrays
+        or config were altered is refused rather than decoded with the wrong map."""
         if self._encoder is None:
             arrays = {}
             for key in self.meta.get("encoder_arrays", []):
@@ -76,11 +94,30 @@ class FeatureStore:
                 except KeyError:
                     raise StoreError(f"{self.path}: encoder array {key!r} is missing") from None
             try:
-                self._encoder = Encoder.from_state(self.meta["encoder"], arrays)
+                enc = Encoder.from_state(self.meta["encoder"], arrays)
             except ConfigError as e:
                 raise StoreError(f"{self.path}: bad metadata: {e}") from None
             except KeyError:
                 raise StoreError(f"{self.path}: metadata has no encoder") from None
+            recorded, actual = self.meta.get("fingerprint"), enc.fingerprint()
+            if actual != recorded:
+                raise StoreError(
+                    f"{self.path}: encoder fingerprint {actual} does not match the recorded "
+                    f"{recorded!r} (encoder arrays or config were altered; the store is damaged)"
+                )
+            expect = {
+                "n_features": enc.n_features,
+                "row_bytes": enc.row_bytes,
+                "bits": enc.quantizer.bits_per_feature,
+                "codes": enc.quantizer.code_layout,
+            }
+            for k, v in expect.items():
+                if self.layout.get(k) != v:
+                    raise StoreError(
+                        f"{self.path}: bad metadata: layout.{k} is {self.layout.get(k)!r}, "
+                        f"the encoder's is {v!r}"
+                    )
+            self._encoder = enc
         return self._encoder
 
     @property
@@ -104,6 +141,7 @@ class FeatureStore:
     def iter_encoded(
         self, chunk_rows: int | None = None, start: int = 0, stop: int | None = None
     ) -> Iterator[EncodedChunk]:
+        _ = self.encoder  # the fingerprint check: no codes are served for an altered encoder
         step = chunk_rows or self.chunk_rows
         stop = self.n_rows if stop is None else min(stop, self.n_rows)
         codes, norms = self.group["codes"], self.group["norms"]
@@ -165,7 +203,17 @@ class FeatureStore:
     def labels(self, start: int = 0, stop: int | None = None) -> np.ndarray | None:
         if self.label_info is None:
             return None
-        return self.group["label"][start:stop]
+        return self._array("label")[start:stop]
+
+    def _array(self, name: str):
+        """An array the metadata lists: a damaged store if it is missing."""
+        try:
+            return self.group[name]
+        except KeyError:
+            raise StoreError(
+                f"{self.path}: the metadata lists a {name} array but the store has none: the "
+                "store is damaged (`rfcli inspect --verify` lists the damage)"
+            ) from None
 
     def label_values(self, start: int = 0, stop: int | None = None) -> np.ndarray | None:
         """Labels as in the input: class text for category labels, else the numbers."""
@@ -173,10 +221,15 @@ class FeatureStore:
         classes = (self.label_info or {}).get("classes")
         if lab is None or classes is None:
             return lab
+        if lab.size and (lab.min() < 0 or lab.max() >= len(classes)):
+            raise StoreError(
+                f"{self.path}: label class codes outside 0..{len(classes) - 1}: the store is "
+                "damaged (`rfcli inspect --verify` lists the damage)"
+            )
         return np.asarray(classes, dtype=object)[lab]
 
     def ids(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
-        return {k: self.group[f"ids/{k}"][start:stop] for k in self.meta.get("ids", [])}
+        return {k: self._array(f"ids/{k}")[start:stop] for k in self.meta.get("ids", [])}
 
     def nbytes_on_disk(self) -> int:
         if self.remote:

@@ -1,0 +1,84 @@
+"""Helpers shared by the tests (plain functions and constants; the fixtures are in
+tests/conftest.py).  Import them as ``from tests.helpers import ...``: the repository root is
+on ``sys.path`` (pyproject.toml sets pytest's ``pythonpath``, and ``python -m pytest`` from
+the root adds it too), so this works for the whole suite and for a single test file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rfcli import EncodeSettings, ReadSettings, encode
+
+#: the repository root and its sample data
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_data"
+LETTER = SAMPLE / "letter.train.parquet"
+LETTER_TEST = SAMPLE / "letter.test.parquet"
+
+
+def letter_matrix(n: int = 600) -> np.ndarray:
+    """The feature columns of the first ``n`` rows of letter.train, float64."""
+    t = pq.read_table(LETTER).slice(0, n)
+    return np.column_stack([t[c].to_numpy() for c in t.column_names if c != "label"]).astype(
+        np.float64
+    )
+
+
+def write_parquet(path, **cols) -> str:
+    pq.write_table(pa.table(cols), path)
+    return os.fspath(path)
+
+
+def tree_digest(path) -> dict[str, str]:
+    """SHA-256 of every file under ``path`` by relative name (whole-store comparisons)."""
+    out = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, path)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def edit_meta(store, fn) -> None:
+    """Apply ``fn`` to a store's rfcli metadata (the dict) and write it back in place."""
+    f = os.path.join(store, "zarr.json")
+    with open(f) as fh:
+        doc = json.load(fh)
+    fn(doc["attributes"]["rfcli"])
+    with open(f, "w") as fh:
+        json.dump(doc, fh)
+
+
+def chunk_files_digest(store: pathlib.Path) -> str:
+    """One SHA-256 over the names and bytes of a store's code chunk files."""
+    h = hashlib.sha256()
+    for p in sorted((store / "codes").rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(store)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def run(src, out, chunk_rows=8192, threads=1, **kw):
+    """Encode ``src`` into the store ``out`` (overwriting it): the read settings
+    (columns, label, ids, on_nan) and ``like`` from ``kw``, the rest encode settings."""
+    read_kw = {k: kw.pop(k) for k in ("columns", "label", "ids", "on_nan") if k in kw}
+    like = kw.pop("like", None)
+    res = encode(
+        os.fspath(src),
+        os.fspath(out),
+        EncodeSettings(**kw) if kw else EncodeSettings(),
+        ReadSettings(chunk_rows=chunk_rows, **read_kw),
+        like=like,
+        threads=threads,
+        overwrite=True,
+    )
+    return res
