@@ -43,7 +43,7 @@ class Encoder:
         if fp is not None and fp != map_fingerprint(self.columns, self.preprocess, self.fmap):
             raise IncompatibleError(
                 "the empirical quantizer was fitted for another map (map fingerprint "
-                f"{fp}); fit it on this map with `rfcli fit-quantizer --kind empirical --map`"
+                f"{fp}); fit it again for this map (fit-quantizer on a store or model of it)"
             )
 
     @property
@@ -101,7 +101,7 @@ class Encoder:
         normalized: bool = False,
     ) -> np.ndarray:
         """Decoded features, float32: ``F(x).F(y)`` estimates k(x, y) (plain estimator), or
-        unit rows ``Q(z)/||Q(z)||`` with ``normalized`` (seed 000's normalized estimator)."""
+        unit rows ``Q(z)/||Q(z)||`` with ``normalized`` (Li & Li 2021's normalized estimator)."""
         if normalized:
             F = self.quantizer.decode_rows(packed, self.n_features)
             safe = np.where(norms > 0, norms, np.float32(1)).astype(np.float32)
@@ -190,10 +190,10 @@ def map_fingerprint(columns: list[str], preprocess: Preprocessor, fmap: FeatureM
 
 
 _LAW_HINTS = {
-    "binary": "arc-cosine order 0 features are 0/1: use --quantizer binary (1 bit) or none",
-    "ternary": "ternary features are exact symbols: use --quantizer ternary (2 bits) or "
+    "binary": "arc-cosine order 0 features are 0/1: use quantizer binary (1 bit) or none",
+    "ternary": "ternary features are exact symbols: use quantizer ternary (2 bits) or "
     "trits (1.6 bits)",
-    "relu-normalized": "arc-cosine order 1 features: use --quantizer lm, empirical or none",
+    "relu-normalized": "arc-cosine order 1 features: use quantizer lm, empirical or none",
 }
 
 
@@ -204,7 +204,7 @@ def check_quantizer_fits_map(quantizer: Quantizer, fmap: FeatureMap) -> None:
         return
     hint = _LAW_HINTS.get(
         fmap.value_law,
-        f"its values have no universal law: use --quantizer empirical (fitted on the "
+        f"its values have no universal law: use quantizer empirical (fitted on the "
         f"{fmap.kind} features) or none",
     )
     raise UsageError(f"quantizer {quantizer.kind!r} does not fit the {fmap.kind} map: {hint}")

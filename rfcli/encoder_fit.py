@@ -44,7 +44,7 @@ class EncodeSettings:
 
 
 
-#: feature values the encoder's empirical quantizer is fitted on (SPEC 2)
+#: feature values the encoder's empirical quantizer is fitted on (docs/methods.md, Quantizers)
 EMPIRICAL_SAMPLE = 200_000
 #: rows per statistics block; partial passes start on multiples of it
 FIT_BLOCK = 4096
@@ -61,11 +61,11 @@ def build_quantizer(settings, fmap: FeatureMap) -> Quantizer | None:
         q = Quantizer.from_config(settings.quantizer_config)
         if settings.quantizer and settings.quantizer != q.kind:
             raise UsageError(
-                f"--quantizer {settings.quantizer} contradicts the quantizer file ({q.kind})"
+                f"quantizer={settings.quantizer!r} contradicts the quantizer file ({q.kind})"
             )
         if settings.bits is not None and settings.bits != q.bits:
             raise UsageError(
-                f"-b {settings.bits} does not match the quantizer file ({q.bits} bits)"
+                f"bits={settings.bits} does not match the quantizer file ({q.bits} bits)"
             )
         return q
     kind = settings.quantizer or fmap.default_quantizer
@@ -149,7 +149,7 @@ class EncoderFitter:
         )
         if self.fmap.needs_box and settings.normalize_rows:
             raise UsageError(
-                f"--normalize-rows does not fit the {self.fmap.kind} map (it needs a data box)"
+                f"normalize_rows does not fit the {self.fmap.kind} map (it needs a data box)"
             )
         self.quantizer = build_quantizer(settings, self.fmap)
         if self.quantizer is not None:
@@ -183,7 +183,7 @@ class EncoderFitter:
             raise InputError(f"{where}: no rows")
         if fmap.needs_sample and p1.n < 2:
             raise InputError(
-                f"{where}: {p1.n} row: gamma=auto needs at least 2 rows (give --gamma)"
+                f"{where}: {p1.n} row: gamma='auto' needs at least 2 rows (give a numeric gamma)"
             )
         self.pre.fit_stats(p1.stats)
         self._sample = p1.sample.rows
@@ -228,7 +228,7 @@ def empirical_domain(domain: str, fmap: FeatureMap, bits: int) -> str:
     quantizer has the smaller plain and spectral kernel error at every D; at 2 bits the
     linear one has the smaller plain error."""
     if domain not in ("auto", "linear", "log"):
-        raise UsageError(f"--quantizer-domain must be auto, linear or log, got {domain!r}")
+        raise UsageError(f"quantizer_domain must be auto, linear or log, got {domain!r}")
     if domain != "auto":
         return domain
     return "log" if fmap.value_law == "positive" and bits >= 3 else "linear"

@@ -23,10 +23,10 @@ def parse_size(text: str | int | None) -> int | None:
         return text
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", str(text), re.IGNORECASE)
     if not m:
-        raise UsageError(f"--memory: {text!r} is not a size such as 512M or 4G")
+        raise UsageError(f"{text!r} is not a size such as 512M or 4G")
     value = float(m.group(1)) * _UNITS[m.group(2).upper()]
     if value < 1:
-        raise UsageError(f"--memory must be positive, got {text!r}")
+        raise UsageError(f"a memory size must be positive, got {text!r}")
     return int(value)
 
 
@@ -57,8 +57,8 @@ def encode_chunk_rows(
     rows = (budget - fixed * max(threads, 1)) // per_row
     if rows < 256:
         raise UsageError(
-            f"--memory {human(budget)} cannot hold the map ({human(map_bytes)}) and a "
-            f"256-row chunk per thread; raise --memory or lower -m/--threads"
+            f"a memory budget of {human(budget)} cannot hold the map ({human(map_bytes)}) and "
+            "a 256-row chunk per thread; raise memory or lower n_features or threads"
         )
     return int(min(rows, 1 << 20))
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-DEFAULT_SEED = 0
-
 
 def check_seed(seed: int) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        from rfcli.errors import UsageError
+    bad_type = isinstance(seed, bool) or not isinstance(seed, int | np.integer)
+    if bad_type or seed < 0:
+        from rfcli.errors import ParameterTypeError, UsageError
 
-        raise UsageError(f"seed must be a non-negative integer, got {seed!r}")
+        raise (ParameterTypeError if bad_type else UsageError)(
+            f"seed must be a non-negative integer, got {seed!r}"
+        )
     return int(seed)
 
 

@@ -16,6 +16,22 @@ from rfcli.errors import RfcliError, first_line
 
 
 class RfcliGroup(click.Group):
+    def main(self, *args, **kwargs):
+        """Click's main, with usage errors as the documented single line
+        ``rfcli: error: ...`` (exit status 2) instead of click's Usage/Try/Error block."""
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.ClickException as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # bare `rfcli`: the help, as click shows it
+                e.show()
+            else:
+                click.echo(f"rfcli: error: {e.format_message()}", err=True)
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            click.echo("rfcli: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)

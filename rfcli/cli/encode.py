@@ -8,7 +8,9 @@ from rfcli.cli import cli
 from rfcli.cli.options import (
     MAP_FAMILY_OPTIONS,
     AutoFloat,
+    Bits,
     CommaList,
+    MemorySize,
     check_family_options,
     dask_settings,
     engine_options,
@@ -18,10 +20,10 @@ from rfcli.cli.options import (
     overwrite_option,
     settings_from,
 )
+from rfcli.errors import Interrupted
 from rfcli.io.jsonfile import read_json
 from rfcli.io.readers import FORMATS, NAN_POLICIES
 from rfcli.maps import KERNELS
-from rfcli.memory import parse_size
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.io.readers import ReadSettings
 from rfcli.jobs.encode import encode
@@ -34,13 +36,13 @@ from rfcli.quantize import DESIGNABLE
 @click.option(
     "-b",
     "--bits",
-    type=int,
+    type=Bits(),
     help="Bits per feature: 1-8 (none: 16 or 32). Default 2 (sign/binary: 1, none: 32).",
 )
 @click.option(
     "-m",
     "--features",
-    type=int,
+    type=click.IntRange(min=1),
     default=1024,
     show_default=True,
     help="Number of random features m.",
@@ -92,7 +94,7 @@ from rfcli.quantize import DESIGNABLE
 @click.option(
     "--normalize-rows",
     is_flag=True,
-    help="Scale each row to unit L2 norm (seed 000's instance normalization).",
+    help="Scale each row to unit L2 norm (the instance normalization of Li & Li, ICML 2021).",
 )
 @click.option(
     "--standardize", is_flag=True, help="Column z-scores fitted on this input (one extra pass)."
@@ -104,12 +106,17 @@ from rfcli.quantize import DESIGNABLE
 )
 @click.option(
     "--chunk-rows",
-    type=int,
+    type=click.IntRange(min=1),
     default=8192,
     show_default=True,
     help="Rows per processing chunk (bounds memory).",
 )
-@click.option("--threads", type=int, default=None, help="Worker threads (default: min(4, cores)).")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker threads (default: min(4, cores)).",
+)
 @click.option(
     "--format",
     "fmt",
@@ -132,19 +139,20 @@ from rfcli.quantize import DESIGNABLE
 )
 @click.option(
     "--tol",
-    type=float,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=1e-3,
     show_default=True,
     help="--kernel glf: kernel error tolerance.",
 )
 @click.option(
     "--memory",
+    type=MemorySize(),
     help="Memory budget for the working arrays, e.g. 512M or 2G: the chunk size is derived "
     "from it (the output does not change).",
 )
 @click.option(
     "--store-chunk-rows",
-    type=int,
+    type=click.IntRange(min=1),
     help="Rows per store chunk (default: about 4 MiB of codes, 1024-65536 rows).",
 )
 @click.option(
@@ -178,21 +186,56 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
       rfcli encode lake/events/ -o events.rff.zarr --engine dask --scheduler tcp://host:8786
     """
     check_family_options(click.get_current_context(), opts["kernel"])
-    res = encode(
-        input_path,
-        output,
-        _encode_settings(opts),
-        _read_settings(opts),
-        like=like,
-        threads=threads,
-        overwrite=overwrite,
-        resume=resume,
-        memory=parse_size(memory),
-        engine=engine,
-        dask=dask_settings(engine, scheduler, workers),
-        progress=ui.progress(),
-    )
+    _check_combinations(input_path, output, resume, engine, opts)
+    try:
+        res = encode(
+            input_path,
+            output,
+            _encode_settings(opts),
+            _read_settings(opts),
+            like=like,
+            threads=threads,
+            overwrite=overwrite,
+            resume=resume,
+            memory=memory,
+            engine=engine,
+            dask=dask_settings(engine, scheduler, workers),
+            progress=ui.progress(),
+        )
+    except Interrupted as e:
+        if e.partial is None:
+            raise
+        raise Interrupted(
+            f"interrupted; {e.rows_kept:,} encoded rows are kept in {e.partial} "
+            "(run the same command with --resume to continue)"
+        ) from None
     _report(ui, res, fitted=like is None, gamma=opts["gamma"])
+
+
+def _check_combinations(input_path, output, resume, engine, o: dict) -> None:
+    """Options that do not go together, refused here so that the message names the flags
+    (the library checks them too, naming its parameters)."""
+    from rfcli.errors import UsageError
+    from rfcli.io import location
+
+    if resume and input_path == "-":
+        raise UsageError("--resume needs a file input (stdin cannot be read again)")
+    if input_path == "-" and not output:
+        raise UsageError("reading from stdin: give the output store with -o")
+    if resume and engine == "dask":
+        raise UsageError("--resume is for the local engine (a Dask encode is retried by Dask)")
+    if resume and location.is_url(output or input_path):
+        raise UsageError(
+            "--resume needs a local output store (a URL store is written in place, not as "
+            "a partial store)"
+        )
+    if engine == "dask" and o["on_nan"] == "drop":
+        raise UsageError(
+            "--engine dask needs every input row to keep its place: use --on-nan error or "
+            "zero (or the local engine for drop)"
+        )
+    if o["kernel"] == "positive" and o["hyperbolic"] and o["features"] % 2:
+        raise UsageError(f"--hyperbolic needs an even -m, got {o['features']}")
 
 
 def _encode_settings(o: dict) -> EncodeSettings:

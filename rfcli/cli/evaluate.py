@@ -29,7 +29,8 @@ def evaluate_cmd(
     ui, first, test_path, kernel_error, raw, rows, as_json, engine, scheduler, workers
 ):
     """Metrics of MODEL on TEST (a store or raw data with the training label column), or
-    with --kernel-error the kernel-approximation errors of STORE (SPEC section 4).
+    with --kernel-error the kernel-approximation errors of STORE (docs/methods.md,
+    evaluation metrics).
 
     Classification: accuracy, macro_f1; regression: mse, rmse, r2; plus rows, bits per
     sample and time.  --json prints one JSON object (snake_case keys) for jq.

@@ -22,7 +22,12 @@ from rfcli.quantize.lloyd_max import arcsine_distortion
     help="empirical: Lloyd-Max fitted on a sample of the --map's feature values of INPUT.",
 )
 @click.option(
-    "-b", "--bits", type=int, default=2, show_default=True, help="Bits per feature (1-8)."
+    "-b",
+    "--bits",
+    type=click.IntRange(1, 8),
+    default=2,
+    show_default=True,
+    help="Bits per feature (1-8).",
 )
 @click.option(
     "--map",
@@ -78,6 +83,8 @@ def fit_quantizer_cmd(
     if kind == "empirical":
         if not map_path or not input_path:
             raise UsageError("--kind empirical needs --map STORE_OR_MODEL and INPUT")
+        if sample < 2**bits:
+            raise UsageError(f"--sample must be at least {2**bits} values for {bits} bits")
         from rfcli.jobs.fit_quantizer import fit_quantizer_on_input
 
         q = fit_quantizer_on_input(

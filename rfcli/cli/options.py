@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 
@@ -35,17 +37,53 @@ def flatten(values) -> list[str] | None:
 
 
 class AutoFloat(click.ParamType):
-    """A number or the word ``auto`` (gamma, -C, --alpha)."""
+    """A positive number or the word ``auto`` (gamma, -C, --alpha)."""
 
     name = "FLOAT|auto"
 
     def convert(self, value, param, ctx):
-        if value == "auto" or isinstance(value, float):
+        if value == "auto":
             return value
         try:
-            return float(value)
+            v = float(value)
         except ValueError:
             self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
+        if not (v > 0 and math.isfinite(v)):
+            self.fail(f"{value} is not a positive number or 'auto'", param, ctx)
+        return v
+
+
+class Bits(click.ParamType):
+    """Bits per feature: 1..8, or 16/32 (the float quantizer ``none``)."""
+
+    name = "INTEGER"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            b = value
+        else:
+            try:
+                b = int(value)
+            except ValueError:
+                self.fail(f"{value!r} is not a valid integer.", param, ctx)
+        if not (1 <= b <= 8 or b in (16, 32)):
+            self.fail(f"{b} is not in 1..8 (or 16/32 for --quantizer none).", param, ctx)
+        return b
+
+
+class MemorySize(click.ParamType):
+    """A memory budget such as ``512M`` or ``2G``, in bytes."""
+
+    name = "SIZE"
+
+    def convert(self, value, param, ctx):
+        from rfcli.errors import UsageError
+        from rfcli.memory import parse_size
+
+        try:
+            return parse_size(value)
+        except UsageError as e:
+            self.fail(str(e), param, ctx)
 
 
 overwrite_option = click.option(
@@ -57,7 +95,7 @@ json_option = click.option(
 
 
 class Pair(click.ParamType):
-    """``LO,HI``: two numbers."""
+    """``LO,HI``: two numbers with 0 < LO <= HI (a range of a positive quantity)."""
 
     name = "LO,HI"
 
@@ -68,31 +106,41 @@ class Pair(click.ParamType):
             lo, hi = (float(v) for v in str(value).split(","))
         except ValueError:
             self.fail(f"{value!r} is not two numbers LO,HI", param, ctx)
+        if not 0 < lo <= hi:
+            self.fail(f"{value!r} does not satisfy 0 < LO <= HI", param, ctx)
         return lo, hi
 
 
 class NumberList(click.ParamType):
-    """``a,b,c`` of ints or floats."""
+    """``a,b,c`` of ints or floats; ``check``/``what``: a condition on each number and its
+    description for the error (``"even integers >= 2"``)."""
 
-    def __init__(self, kind=float):
-        self.kind = kind
+    def __init__(self, kind=float, check=None, what=None):
+        self.kind, self.check, self.what = kind, check, what
         self.name = "INTS" if kind is int else "NUMBERS"
 
     def convert(self, value, param, ctx):
         if isinstance(value, list):
             return value
         try:
-            return [self.kind(v) for v in str(value).split(",")]
+            out = [self.kind(v) for v in str(value).split(",")]
         except ValueError:
             self.fail(f"{value!r} is not a comma-separated list of numbers", param, ctx)
+        if self.check is not None and not all(self.check(v) for v in out):
+            self.fail(f"{value!r} is not a comma-separated list of {self.what}", param, ctx)
+        return out
 
 
 def glf_quadrature_options(f):
     """--lengthscale-bounds, --nodes, --cutoff: the Gauss-Legendre quadrature (encode, train)."""
-    f = click.option("--cutoff", type=NumberList(float), help="GLF: truncation L per dimension.")(f)
+    f = click.option(
+        "--cutoff",
+        type=NumberList(float, lambda v: 0 < v < math.inf, "positive numbers"),
+        help="GLF: truncation L per dimension.",
+    )(f)
     f = click.option(
         "--nodes",
-        type=NumberList(int),
+        type=NumberList(int, lambda v: v >= 2 and v % 2 == 0, "even integers >= 2"),
         help="GLF: Gauss-Legendre nodes per dimension (even), e.g. 64,64.",
     )(f)
     return click.option(
@@ -122,7 +170,7 @@ def map_family_options(f):
         ),
         click.option(
             "--sparsity",
-            type=float,
+            type=click.FloatRange(0, 1, max_open=True),
             default=0.0,
             show_default=True,
             help="ternary: fraction eps of zero weights, in [0, 1).",
@@ -131,11 +179,28 @@ def map_family_options(f):
             "--hyperbolic", is_flag=True, help="positive: use each draw as +omega and -omega."
         ),
         click.option(
-            "--depth", type=int, default=1, show_default=True, help="ntk: hidden layers L."
+            "--depth",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="ntk: hidden layers L.",
         ),
-        click.option("--m0", type=int, help="ntk: order-0 features per layer (default m/2)."),
-        click.option("--m1", type=int, help="ntk: order-1 features per layer (default m/2)."),
-        click.option("--m-cs", "m_cs", type=int, help="ntk: TensorSketch size (default m - m1)."),
+        click.option(
+            "--m0",
+            type=click.IntRange(min=1),
+            help="ntk: order-0 features per layer (default m/2).",
+        ),
+        click.option(
+            "--m1",
+            type=click.IntRange(min=1),
+            help="ntk: order-1 features per layer (default m/2).",
+        ),
+        click.option(
+            "--m-cs",
+            "m_cs",
+            type=click.IntRange(min=1),
+            help="ntk: TensorSketch size (default m - m1).",
+        ),
         click.option(
             "--modified",
             is_flag=True,
@@ -168,7 +233,7 @@ def engine_options(f):
     """--engine, --scheduler, --workers (encode, train, predict, evaluate)."""
     f = click.option(
         "--workers",
-        type=int,
+        type=click.IntRange(min=1),
         default=2,
         show_default=True,
         help="--engine dask without --scheduler: worker processes of a local cluster.",

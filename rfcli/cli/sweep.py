@@ -88,6 +88,8 @@ def sweep_cmd(
         feats = [int(f) for f in flatten(features)]
     except ValueError:
         raise click.BadParameter("--features must be integers") from None
+    if not feats or min(feats) < 1:
+        raise click.BadParameter("--features must be integers >= 1")
     metric = "accuracy" if model == "svm" else None
 
     def show(row):
@@ -101,7 +103,7 @@ def sweep_cmd(
     results = sweep(
         train_path,
         test_path,
-        bits=parse_bits(flatten(bits)),
+        bits=parse_bits(flatten(bits), "--bits"),
         features=feats,
         quantizers=flatten(quantizers),
         encode_settings=EncodeSettings(

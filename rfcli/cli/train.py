@@ -7,6 +7,7 @@ import click
 from rfcli.cli import cli
 from rfcli.cli.options import (
     AutoFloat,
+    MemorySize,
     Pair,
     dask_settings,
     engine_options,
@@ -15,7 +16,6 @@ from rfcli.cli.options import (
     settings_from,
 )
 from rfcli.jobs.train import TrainSettings, train
-from rfcli.memory import parse_size
 
 
 @cli.command("train")
@@ -57,7 +57,11 @@ from rfcli.memory import parse_size
     help="krr target (default: from the label type).",
 )
 @click.option(
-    "--val-fraction", type=float, default=0.2, show_default=True, help="Validation split for auto."
+    "--val-fraction",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.2,
+    show_default=True,
+    help="Validation split for auto.",
 )
 @click.option(
     "--seed",
@@ -75,7 +79,7 @@ from rfcli.memory import parse_size
 )
 @click.option(
     "--tol",
-    type=float,
+    type=click.FloatRange(min=0),
     default=None,
     help="svm: relative objective reduction to stop (1e-7); gpr/glf: kernel error "
     "tolerance of the quadrature (1e-3).",
@@ -117,7 +121,11 @@ from rfcli.memory import parse_size
     show_default=True,
     help="gpr: noise variance range (standardized targets).",
 )
-@click.option("--lengthscale", type=float, help="gpr --no-learn: the fixed lengthscale.")
+@click.option(
+    "--lengthscale",
+    type=click.FloatRange(0, min_open=True),
+    help="gpr --no-learn: the fixed lengthscale.",
+)
 @click.option(
     "-m",
     "n_features",
@@ -134,6 +142,7 @@ from rfcli.memory import parse_size
 )
 @click.option(
     "--memory",
+    type=MemorySize(),
     help="svm/krr: memory budget for the working arrays, e.g. 2G (default: physical "
     "memory); refuses models whose m x m matrices cannot fit, sizes chunks and the SVM cache.",
 )
@@ -165,6 +174,10 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
     run = dict(overwrite=overwrite, engine=engine, dask=dask_settings(engine, scheduler, workers),
                progress=ui.progress())  # fmt: skip
     if model == "gpr":
+        if opts["ard"] and opts["gp_features"] == "rff":
+            from rfcli.errors import UsageError
+
+            raise UsageError("--ard needs --features glf (RFF-GPR learns one lengthscale)")
         _train_gpr(ui, input_path, output, opts, run)
     else:
         _train_linear(ui, input_path, model, output, opts, run)
@@ -177,7 +190,6 @@ def _train_linear(ui, input_path, model, output, o, run) -> None:
         model=model,
         tol=1e-7 if o["tol"] is None else o["tol"],
         cache_bytes=o["cache_mb"] << 20,
-        memory=parse_size(o["memory"]),
     )
     res = train(input_path, output, settings, **run)
     r = res.report

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from rfcli.encoder_fit import FIT_BLOCK, EncoderFitter, Pass1
 from rfcli.engines.base import Engine, add, batch_results
-from rfcli.errors import InputError, UsageError
+from rfcli.errors import InputError, UsageError, check_int
 from rfcli.io import location
 from rfcli.io.readers import iter_chunks, read_range
 from rfcli.io.sources import ParquetSource
@@ -44,7 +44,7 @@ CHUNKS_PER_TASK = 4
 #: rows per task when reading Parquet input (fit passes, raw input of train/predict)
 SLICE_ROWS = 65536
 
-PARQUET_ONLY = "--engine dask reads Parquet input (a file, a directory or a glob of files)"
+PARQUET_ONLY = "the dask engine reads Parquet input (a file, a directory or a glob of files)"
 
 
 @dataclass
@@ -67,7 +67,7 @@ def _client(ds: DaskSettings):
         from distributed import Client, LocalCluster
     except ImportError:
         raise UsageError(
-            "--engine dask needs Dask: pip install 'rfcli[dask]' (dask[distributed])"
+            "the dask engine needs Dask: pip install 'rfcli[dask]' (dask[distributed])"
         ) from None
     address = ds.address
     if address:
@@ -75,8 +75,7 @@ def _client(ds: DaskSettings):
             return Client(address, timeout="20s"), None
         except OSError as e:
             raise UsageError(f"cannot reach the Dask scheduler at {address} ({e})") from None
-    if ds.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {ds.workers}")
+    check_int(ds.workers, "workers", 1)
     cluster = LocalCluster(
         n_workers=ds.workers, threads_per_worker=1, processes=True, dashboard_address=None
     )
@@ -217,10 +216,10 @@ class DaskEngine(Engine):
 
     def check_encode(self, read, resume: bool) -> None:
         if resume:
-            raise UsageError("--resume is for the local engine (a Dask encode is retried by Dask)")
+            raise UsageError("resume is for the local engine (a Dask encode is retried by Dask)")
         if read.on_nan == "drop":
             raise UsageError(
-                "--engine dask needs every input row to keep its place: use --on-nan error or "
+                "the dask engine needs every input row to keep its place: use on_nan error or "
                 "zero (or the local engine for drop)"
             )
 

@@ -102,7 +102,9 @@ class LocalEngine(Engine):
         except KeyboardInterrupt:
             raise Interrupted(
                 f"interrupted; {writer.n_rows:,} encoded rows are kept in {writer.tmp} "
-                "(run the same command with --resume to continue)"
+                "(run the same encode with resume to continue)",
+                partial=writer.tmp,
+                rows_kept=writer.n_rows,
             ) from None
         except BaseException:
             writer.abort()

@@ -19,7 +19,7 @@ def write_json(path: str, obj: Any, overwrite: bool = False) -> None:
         sys.stdout.write(text)
         return
     if os.path.exists(path) and not overwrite:
-        raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
+        raise OutputError(f"{path}: already exists (set overwrite to replace it)")
     atomic_write(path, lambda f: f.write(text), binary=False)
 
 

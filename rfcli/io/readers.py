@@ -67,7 +67,7 @@ def detect_format(path: str, fmt: str | None = None) -> str:
     if p.endswith(".zarr") or os.path.isfile(os.path.join(path, "zarr.json")):
         return "zarr"
     raise InputError(
-        f"{path}: unknown input format (expected .parquet, .csv or .zarr; or give --format)"
+        f"{path}: unknown input format (expected .parquet, .csv or .zarr; or give the format, fmt)"
     )
 
 
@@ -133,7 +133,7 @@ def select_columns(
         features = [c for c in rest if source.numeric[c]]
         skipped = [c for c in rest if not source.numeric[c]]
     if not features:
-        raise InputError(f"{where}: no numeric feature columns selected (use --columns)")
+        raise InputError(f"{where}: no numeric feature columns selected (choose them with columns)")
     return Selection(features, label, ids, skipped)
 
 
@@ -142,7 +142,7 @@ def iter_chunks(
 ) -> Iterator[Chunk]:
     """Fixed-size chunks (the last may be shorter) of the selected columns."""
     if on_nan not in NAN_POLICIES:
-        raise UsageError(f"--on-nan must be one of {', '.join(NAN_POLICIES)}")
+        raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
     names = sel.all
     kw = {"float_columns": sel.features} if isinstance(source, CsvSource) else {}
     pending: list[dict[str, np.ndarray]] = []
@@ -197,7 +197,7 @@ def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, whe
             r, c = np.argwhere(~finite)[0]
             raise InputError(
                 f"{where}: row {in_row + r}: column {sel.features[c]!r} is {X[r, c]} "
-                "(use --on-nan drop or --on-nan zero)"
+                "(set on_nan to drop or zero)"
             )
         if on_nan == "zero":
             X[~finite] = 0.0

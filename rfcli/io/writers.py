@@ -33,7 +33,7 @@ def check_output_path(path: str, overwrite: bool) -> None:
     if path == "-":
         return
     if os.path.exists(path) and not overwrite:
-        raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
+        raise OutputError(f"{path}: already exists (set overwrite to replace it)")
     check_parent(path)
 
 

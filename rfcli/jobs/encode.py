@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from rfcli.encoder import Encoder
 from rfcli.encoder_fit import EncodeSettings, EncoderFitter
 from rfcli.engines import open_engine
-from rfcli.errors import InputError, UsageError
+from rfcli.errors import InputError, UsageError, check_int
 from rfcli.io import location
 from rfcli.io.readers import ReadSettings, Selection, open_source, select_columns
 from rfcli.io.sources import Source
@@ -37,7 +37,7 @@ class EncodeResult:
 
 def default_output(path: str) -> str:
     if path == "-":
-        raise UsageError("reading from stdin: give the output store with -o")
+        raise UsageError("reading from stdin ('-'): give the output store (output)")
     base = path.rstrip("/")
     for ext in (".parquet", ".pq", ".csv.gz", ".csv", ".tsv", ".txt", ".zarr"):
         if base.lower().endswith(ext):
@@ -88,7 +88,7 @@ def encode(
         output = eng.worker_path(location.normalize(output or default_output(input_path)))
         if resume and location.is_url(output):
             raise UsageError(
-                "--resume needs a local output store (a URL store is written in place, not as "
+                "resume needs a local output store (a URL store is written in place, not as "
                 "a partial store)"
             )
         prepare_output(output, overwrite)
@@ -119,12 +119,11 @@ def encode(
 
 
 def _check_args(threads, read, resume, input_path, output) -> None:
-    if threads is not None and threads < 1:
-        raise UsageError(f"--threads must be >= 1, got {threads}")
-    if read.chunk_rows < 1:
-        raise UsageError(f"--chunk-rows must be >= 1, got {read.chunk_rows}")
+    if threads is not None:
+        check_int(threads, "threads", 1)
+    check_int(read.chunk_rows, "chunk_rows", 1)
     if resume and input_path == "-":
-        raise UsageError("--resume needs a file input (stdin cannot be read again)")
+        raise UsageError("resume needs a file input (stdin cannot be read again)")
 
 
 def _encoder_and_columns(eng, source, settings, read, like, planner, writer, input_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rfcli.encoder import Encoder, map_fingerprint
 from rfcli.encoder_fit import EMPIRICAL_SAMPLE, BottomK, fit_empirical
-from rfcli.errors import InputError, UsageError
+from rfcli.errors import InputError, UsageError, check_int
 from rfcli.io import location
 from rfcli.io.readers import ReadSettings, iter_chunks, open_source, select_columns
 from rfcli.io.store import FeatureStore
@@ -39,8 +39,8 @@ def fit_quantizer_on_input(
     ``map_path`` (store or model), on a hash sample of ``input_path``'s rows large enough
     for ``n_values`` feature values."""
     check_bits(bits)
-    if n_values < 2**bits:
-        raise UsageError(f"--sample must be at least {2**bits} values for {bits} bits")
+    if check_int(n_values, "n_values") < 2**bits:
+        raise UsageError(f"n_values must be at least {2**bits} for {bits} bits, got {n_values}")
     read = read or ReadSettings()
     progress = progress or NullProgress()
     encoder = load_encoder(map_path)

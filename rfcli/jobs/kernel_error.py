@@ -1,5 +1,6 @@
 """``evaluate --kernel-error``: how well a store's decoded features approximate the exact
-kernel on a sample of its rows (SPEC section 4), plain and normalized estimators.
+kernel on a sample of its rows (docs/methods.md, Evaluation metrics), plain and normalized
+estimators.
 
 The sample is the first ``rows`` rows.  Their raw values are read from the input the
 store was encoded from and re-encoded with the store's encoder: if the codes differ, the

@@ -1,5 +1,6 @@
-"""The seed-000 comparison in one call: for each (m, quantizer, b) encode train and test,
-train, evaluate; rows of accuracy (or MSE) against bits per sample."""
+"""The comparison of Li & Li, "Quantization Algorithms for Random Fourier Features" (ICML
+2021, Section 5), in one call: for each (m, quantizer, b) encode train and test, train,
+evaluate; rows of accuracy (or MSE) against bits per sample."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from rfcli.progress import NullProgress, Progress
 from rfcli.jobs.train import TrainSettings, train
 
 
-def parse_bits(values: list[str]) -> list[int | str]:
+def parse_bits(values: list[str], name: str = "bits") -> list[int | str]:
+    """``["1", "2", "none"]`` -> ``[1, 2, "none"]``; errors cite ``name`` (the CLI: its flag)."""
     out: list[int | str] = []
     for v in values:
         if v == "none":
@@ -28,9 +30,9 @@ def parse_bits(values: list[str]) -> list[int | str]:
             try:
                 b = int(v)
             except ValueError:
-                raise UsageError(f"--bits: {v!r} is neither an integer nor 'none'") from None
+                raise UsageError(f"{name}: {v!r} is neither an integer nor 'none'") from None
             if not 1 <= b <= 8:
-                raise UsageError(f"--bits: {b} is outside 1..8")
+                raise UsageError(f"{name}: {b} is outside 1..8")
             out.append(b)
     return out
 
@@ -127,7 +129,7 @@ def plot(results: list[dict[str, Any]], path: str, metric: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UsageError("--plot needs matplotlib: pip install 'rfcli[plot]'") from None
+        raise UsageError("plotting needs matplotlib: pip install 'rfcli[plot]'") from None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     lines: dict[tuple, list] = {}
     for r in results:

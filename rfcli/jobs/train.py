@@ -5,13 +5,14 @@ rfcli.jobs.predict and rfcli.jobs.evaluate."""
 
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rfcli.errors import InputError, OutputError, UsageError
+from rfcli.errors import InputError, OutputError, ParameterTypeError, UsageError
 from rfcli.engines import open_engine
 from rfcli.io import location
 from rfcli.io.store import FeatureStore
@@ -57,23 +58,28 @@ class TrainResult:
 def check_output(output: str | None, overwrite: bool) -> None:
     """Refuse to replace an existing model file without ``overwrite``."""
     if output is not None and location.exists(output) and not overwrite:
-        raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
+        raise OutputError(f"{output}: already exists (set overwrite to replace it)")
 
 
 def _check(settings: TrainSettings) -> None:
     if settings.model not in MODELS:
-        raise UsageError(f"--model must be one of {', '.join(MODELS)}")
-    if not 0 <= settings.val_fraction < 1:
-        raise UsageError(f"--val-fraction must be in [0, 1), got {settings.val_fraction}")
+        raise UsageError(f"model must be one of {', '.join(MODELS)}, got {settings.model!r}")
+    vf = settings.val_fraction
+    if isinstance(vf, bool) or not isinstance(vf, numbers.Real):
+        raise ParameterTypeError(f"val_fraction must be a number in [0, 1), got {vf!r}")
+    if not 0 <= vf < 1:
+        raise UsageError(f"val_fraction must be in [0, 1), got {vf}")
     if settings.loss not in LOSSES:
-        raise UsageError(f"--loss must be one of {', '.join(LOSSES)}")
+        raise UsageError(f"loss must be one of {', '.join(LOSSES)}, got {settings.loss!r}")
     for name in ("C", "alpha"):
         v = getattr(settings, name)
-        if v != "auto" and not (isinstance(v, int | float) and v > 0 and np.isfinite(v)):
-            raise UsageError(
-                f"{'-C' if name == 'C' else '--alpha'} must be a positive number or 'auto', "
-                f"got {v!r}"
-            )
+        if v == "auto":
+            continue
+        msg = f"{name} must be a positive number or 'auto', got {v!r}"
+        if isinstance(v, bool) or not isinstance(v, str | numbers.Real):
+            raise ParameterTypeError(msg)
+        if isinstance(v, str) or not (v > 0 and np.isfinite(v)):
+            raise UsageError(msg)
 
 
 def train(
@@ -109,7 +115,7 @@ def train(
         f"{settings.model.upper()} with m = {m} features",
         need,
         budget,
-        "use a store with fewer features" + (" or raise --memory" if settings.memory else ""),
+        "use a store with fewer features" + (" or raise memory" if settings.memory else ""),
     )
     if settings.model == "svm" and settings.memory:
         data.set_cache_budget(max(0, min(cache, budget - need)))
@@ -146,8 +152,8 @@ def _read_targets(data: StoreData, settings: TrainSettings, progress: Progress) 
     label_kind = (store.label_info or {}).get("kind")
     if settings.model == "svm" and label_kind == "float" and settings.task != "classification":
         raise UsageError(
-            "the SVM is a classifier and the label is real-valued: use --model krr for regression "
-            "(or --task classification if the values are class codes)"
+            "the SVM is a classifier and the label is real-valued: use model krr for regression "
+            "(or task classification if the values are class codes)"
         )
     with progress.task("reading labels", store.n_rows) as task:
 
@@ -158,7 +164,7 @@ def _read_targets(data: StoreData, settings: TrainSettings, progress: Progress) 
 
         targets = Targets.fit(label_chunks(), settings.task, label_kind)
     if settings.model == "svm" and targets.task != "classification":
-        raise UsageError("the SVM is a classifier; use --model krr for a regression target")
+        raise UsageError("the SVM is a classifier; use model krr for a regression target")
     return targets
 
 
@@ -252,7 +258,7 @@ def _train_ridge(passes, targets: Targets, s: TrainSettings):
     return RidgeModel(targets, W, b, s.normalized), report
 
 
-def _val_accuracy(passes, targets, s, sols, title, what="--alpha/-C") -> list[float]:
+def _val_accuracy(passes, targets, s, sols, title, what="alpha/C") -> list[float]:
     """Validation accuracy of several (W, b) at once, in one pass over validation rows."""
     Wall = np.concatenate([W for W, _ in sols], axis=1).astype(np.float32)
     ball = np.concatenate([b for _, b in sols])
@@ -261,7 +267,7 @@ def _val_accuracy(passes, targets, s, sols, title, what="--alpha/-C") -> list[fl
     )
     if n == 0:
         raise InputError(
-            f"the validation split is empty; use a larger --val-fraction or give {what}"
+            f"the validation split is empty; use a larger val_fraction or give {what}"
         )
     return list(correct / n)
 
@@ -299,7 +305,7 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
                 W, b, rep = fit_svm(objective("train", task), m, k, C, warm=warm, gram=gram,
                                     **fitkw)  # fmt: skip
             warm = (W, b)
-            (acc,) = _val_accuracy(passes, targets, s, [(W, b)], None, "-C")
+            (acc,) = _val_accuracy(passes, targets, s, [(W, b)], None, "C")
             val_acc[C] = acc
             if acc > best[0]:
                 best = (acc, C, (W, b))

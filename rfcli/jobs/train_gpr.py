@@ -65,14 +65,16 @@ class GPRSettings:
 
 def _check(s: GPRSettings) -> None:
     if s.features not in ("glf", "rff"):
-        raise UsageError("--features must be glf or rff")
+        raise UsageError(f"features must be 'glf' or 'rff', got {s.features!r}")
     if s.kernel not in GLF_KERNELS:
-        raise UsageError(f"--kernel must be one of {', '.join(GLF_KERNELS)} for GPR")
+        raise UsageError(
+            f"kernel must be one of {', '.join(GLF_KERNELS)} for GPR, got {s.kernel!r}"
+        )
     for name, (lo, hi) in (("lengthscale", s.lengthscale_bounds), ("noise", s.noise_bounds)):
         if not 0 < lo <= hi:
-            raise UsageError(f"--{name}-bounds must satisfy 0 < LO <= HI, got {lo},{hi}")
+            raise UsageError(f"{name}_bounds must satisfy 0 < lo <= hi, got ({lo}, {hi})")
     if s.features == "rff" and s.ard:
-        raise UsageError("--ard needs --features glf (RFF-GPR learns one lengthscale)")
+        raise UsageError("ard needs features='glf' (RFF-GPR learns one lengthscale)")
 
 
 def _glf_map(s: GPRSettings) -> GaussLegendreMap:
@@ -211,7 +213,7 @@ def _stats_from_input(path, s: GPRSettings, read: ReadSettings, eng, report, ell
     lengthscale searched by one pass per step)."""
     label = read.label
     if label is None:
-        raise UsageError("GPR needs --label (the regression target)")
+        raise UsageError("GPR on raw input needs label (the regression target column)")
     source = open_source(path, read.fmt, spool_stdin=True)
     try:
         eng.check_source(source)

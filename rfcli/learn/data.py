@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rfcli.encoder import EncodedChunk, Encoder
-from rfcli.errors import InputError, UsageError
+from rfcli.errors import InputError, ParameterTypeError
 from rfcli.io import location
 from rfcli.io.readers import iter_chunks, open_source, read_range, select_columns
 from rfcli.io.sources import ParquetSource
@@ -98,7 +98,7 @@ class StoreData:
         """(row0, label values) per chunk, without decoding features."""
         if self.label_name is None:
             raise InputError(
-                f"{self.store.path}: the store has no label column (encode with --label)"
+                f"{self.store.path}: the store has no label column (encode it with a label)"
             )
         if self._cached:
             for ch, y in self._cache:
@@ -220,5 +220,5 @@ def open_data(
                 raise InputError(f"{path}: the store has no label column")
             return data
     if not isinstance(normalized, bool):
-        raise UsageError("normalized must be a boolean")
+        raise ParameterTypeError(f"normalized must be a boolean, got {normalized!r}")
     return RawData.open(path, encoder, normalized, label, ids, chunk_rows, require_label=require_label)

@@ -1,14 +1,16 @@
 """Gaussian-process regression with a low-rank kernel ``K~ = V diag(D) V' + lambda I`` from
-one pass of sufficient statistics (SPEC 3.3; seed 003 section 4.2).
+one pass of sufficient statistics (docs/methods.md, Gaussian-process regression; Fink
+Shustin & Avron, "Gauss-Legendre Features for Gaussian Process Regression", JMLR 2022,
+Section 4.2).
 
 ``D = s^2 * wp(ell)``: for Gauss-Legendre features ``wp`` is quadrature weight times the
 spectral density at the nodes (depends on the lengthscales); for random Fourier features
 with a fixed map ``wp = 1`` (only s^2 and lambda are learned from the statistics).
 
-SPEC 3.3 writes the likelihood with ``B = I + D^1/2 G D^1/2 / lambda`` (m x m).  rfcli
+docs/methods.md writes the likelihood with ``B = I + D^1/2 G D^1/2 / lambda`` (m x m).  rfcli
 uses the equivalent form in the eigenbasis of G (:class:`Reduced`): the same values and
 gradients at O(m r^2 + r^3) per step, r = rank(G) <= min(n, m) -- O(s^3) when n >= m as in
-the SPEC, much less when a small data set meets many quadrature nodes.  Gradients need
+that form, much less when a small data set meets many quadrature nodes.  Gradients need
 ``V'alpha`` and ``diag(V'K~^-1 V)`` only.  Everything is independent of n after the pass.
 Targets are standardized with the mean and standard deviation from the same pass.
 """

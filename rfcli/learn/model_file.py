@@ -33,7 +33,7 @@ def save_model(
 ):
     path = location.normalize(path)
     if location.exists(path) and not overwrite:
-        raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
+        raise OutputError(f"{path}: already exists (set overwrite to replace it)")
     mcfg, marrays = model.to_state()
     ecfg, earrays = encoder.to_state()
     meta = {

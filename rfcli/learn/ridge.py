@@ -1,4 +1,5 @@
-"""Kernel ridge regression on random features (SPEC 3.2), exact from streamed statistics.
+"""Kernel ridge regression on random features, exact from streamed statistics
+(docs/methods.md, Learners).
 
 ``min_w,b ||Phi w + b - Y||^2 + alpha ||w||^2`` (intercept not penalized).  One pass
 accumulates in float64 ``G = Phi'Phi`` (BLAS syrk), ``Phi'Y``, column sums, ``Y'Y`` and n;
@@ -112,7 +113,7 @@ class RidgeStats:
         except np.linalg.LinAlgError:
             raise UsageError(
                 f"ridge: Phi'Phi + alpha I is not positive definite at alpha={alpha:g}; "
-                "use a larger --alpha"
+                "use a larger alpha"
             ) from None
         b = (self.sY - self.sF @ W) / max(self.n, 1)
         return W, b

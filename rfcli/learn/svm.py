@@ -1,4 +1,5 @@
-"""L2-regularized linear SVM on random features (SPEC 3.1), one-vs-rest for K > 2 classes.
+"""L2-regularized linear SVM on random features, one-vs-rest for K > 2 classes
+(docs/methods.md, Learners).
 
 Primal, all classes at once (the objective is separable over classes)::
 

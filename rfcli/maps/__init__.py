@@ -1,4 +1,4 @@
-"""Random-feature maps (SPEC section 1)."""
+"""Random-feature maps (docs/methods.md, Feature maps)."""
 
 from rfcli.maps.activation import TARGETS, RandomActivationMap, target_kernel
 from rfcli.maps.arccos import ArcCosineMap, arccos_kernel

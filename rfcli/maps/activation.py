@@ -4,14 +4,14 @@
   matrix estimates the activation's random-feature kernel ``E_w[sigma(w'x) sigma(w'y)]``
   (closed form for relu, abs, cos, sin, erf; Monte Carlo for tanh).  This is the full-
   precision reference TRF is compared with.
-* ``ternary`` (TRF, seed 001; SPEC 1.3): weights iid 0 with probability eps, else
+* ``ternary`` (TRF, Ali, Liao & Couillet 2022): weights iid 0 with probability eps, else
   ``+-1/sqrt(1-eps)``; activation ``sigma_ter(t) = a if t < s-, b if s- <= t <= s+, c if
   t > s+`` with symbols in {-1, 0, +1}.  The thresholds match the target's generalized
   Gaussian moments ``d1 = E[sigma'(xi)]^2``, ``d2 = E[sigma''(xi)]^2 / 4``,
   ``xi ~ N(0, tau)``, tau the mean squared row norm of the training input (one pass).
   The features are the symbols themselves: 2-bit codes or 5 trits per byte, exactly.
 
-Pattern: SPEC 1.3's ``(a, b, c) = (-1, 0, +1)`` has ``E[sigma_ter'] = phi(s-) + phi(s+) > 0``
+Pattern: Ali et al.'s ``(a, b, c) = (-1, 0, +1)`` has ``E[sigma_ter'] = phi(s-) + phi(s+) > 0``
 and so cannot match an even target (cos, abs: ``E[sigma'] = 0``).  For those rfcli uses the
 even pattern ``(+1, -1, +1)``: ``E[sigma_ter'] = 2(phi(s+) - phi(s-))``,
 ``E[sigma_ter''] = 2(s+ phi(s+) - s- phi(s-))/tau``, which can (the symmetric solution
@@ -22,8 +22,9 @@ diagonal shift d0), not entry by entry: judge it by accuracy and spectra.
 
 References
 ----------
-Wu, H., Liao, Z. et al. "Random matrices in service of ML footprint: ternary random
-features with no performance loss", ICLR 2022 (seed 001).
+Tiomoko Ali, H., Liao, Z. and Couillet, R. "Random matrices in service of ML footprint:
+ternary random features with no performance loss", International Conference on Learning
+Representations (ICLR), 2022.  Formulas: docs/methods.md, Ternary random features.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rfcli.errors import ConfigError, InputError, UsageError
+from rfcli.errors import ConfigError, InputError, ParameterTypeError, UsageError
 from rfcli.maps.arccos import arccos_kernel
 from rfcli.maps.base import MAPS, FeatureMap, check_n_features, pairwise_sq_dists
 from rfcli.random import generator
@@ -160,7 +161,7 @@ class Thresholds:
 
 
 def solve_thresholds(target: str, tau: float, tol: float = 1e-10) -> Thresholds:
-    """Thresholds ``s- < s+`` whose ternary moments match the target's (SPEC 1.3): least
+    """Thresholds ``s- < s+`` whose ternary moments match the target's (docs/methods.md): least
     squares from a grid of starts in ``[-R, R]^2``, R = 1, 2, 4, ... until the residual is
     below ``tol``; InputError when no R up to 64 gets there."""
     from scipy import optimize
@@ -194,13 +195,13 @@ def solve_thresholds(target: str, tau: float, tol: float = 1e-10) -> Thresholds:
     raise InputError(
         f"ternary features: no thresholds reproduce the {target} moments at tau = {tau:.4g} "
         f"(best residual {r:.2g}); scale the input so that the mean squared row norm is "
-        "about 1 (e.g. --normalize-rows)"
+        "about 1 (e.g. normalize_rows)"
     )
 
 
 def _check_target(target: str) -> str:
     if target not in TARGETS:
-        raise UsageError(f"unknown --target {target!r} (known: {', '.join(TARGETS)})")
+        raise UsageError(f"unknown target {target!r} (known: {', '.join(TARGETS)})")
     return target
 
 
@@ -240,11 +241,16 @@ class RandomActivationMap(FeatureMap):
         super().__init__(check_n_features(n_features), seed)
         self.kind = kind
         self.target = _check_target(target)
-        self.sparsity = float(sparsity)
+        try:
+            self.sparsity = float(sparsity)
+        except (TypeError, ValueError):
+            raise ParameterTypeError(
+                f"sparsity must be a number in [0, 1), got {sparsity!r}"
+            ) from None
         if not 0.0 <= self.sparsity < 1.0:
-            raise UsageError(f"--sparsity must be in [0, 1), got {sparsity!r}")
+            raise UsageError(f"sparsity must be in [0, 1), got {sparsity!r}")
         if kind == "activation" and self.sparsity:
-            raise UsageError("--sparsity applies to --kernel ternary only")
+            raise UsageError("sparsity applies to the ternary kernel only")
         self.tau_ = self.s_minus_ = self.s_plus_ = self.pattern_ = self.residual_ = None
 
     @property

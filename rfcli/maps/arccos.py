@@ -1,4 +1,4 @@
-"""Arc-cosine random features of order 0 and 1 (Cho & Saul 2009; SPEC 1.2).
+"""Arc-cosine random features of order 0 and 1 (Cho & Saul 2009; docs/methods.md).
 
 ``w_i ~ N(0, I_d)``.  Order 0: ``F_i = sqrt(2/m) H(w_i'x)`` estimates
 ``k0 = 1 - theta/pi``.  Order 1: ``F_i = sqrt(2/m) max(0, w_i'x)`` estimates
@@ -10,7 +10,7 @@ Order 1 keeps ``z = max(0, w'x)/||x||`` (universal law: 0 with probability 1/2, 
 half-normal) with the input row norm as the row scale; the ``lm`` quantizer has a
 closed-form Lloyd-Max design for that law (:class:`rfcli.quantize.laws.ReluNormalLaw`).
 
-``modified`` (order 1, seed 004): importance-sampled weights ``v ~ q(v) propto p(v)||v||^2``
+``modified`` (order 1, Han et al. 2021): importance-sampled weights ``v ~ q(v) propto p(v)||v||^2``
 with features ``sqrt(d)/||v|| max(0, v'x)``, unbiased with lower variance.  q is exactly
 "uniform direction u times a chi_{d+2} radius r" (no Gibbs sampling needed), and the radius
 cancels: ``sqrt(d)/r max(0, r u'x) = sqrt(d) max(0, u'x)``, so only the directions are
@@ -19,6 +19,8 @@ drawn.  Its values have no universal law (quantize with ``empirical`` or ``none`
 References
 ----------
 Cho, Y. and Saul, L. "Kernel methods for deep learning", NIPS 2009.
+Han, I., Avron, H., Shoham, N., Kim, C. and Shin, J. "Random features for the neural
+tangent kernel", arXiv:2104.01351, 2021.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class ArcCosineMap(FeatureMap):
         self.order = int(kind[-1])
         self.modified = bool(modified)
         if self.modified and self.order == 0:
-            raise UsageError("--modified applies to arc-cosine order 1 (arccos1) only")
+            raise UsageError("modified applies to arc-cosine order 1 (arccos1) only")
 
     @property
     def value_law(self) -> str:  # type: ignore[override]

@@ -1,5 +1,5 @@
 """Bandwidth heuristics: ``gamma = 1 / median(dist(x_i, x_j))`` over distinct pairs of a
-row sample (squared Euclidean for Gaussian/Matern, L1 for Laplacian; SPEC 1.1)."""
+row sample (squared Euclidean for Gaussian/Matern, L1 for Laplacian; docs/methods.md, Bandwidth)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,6 @@ def median_heuristic(sample: np.ndarray, metric: str = "sqeuclidean") -> float:
     if not med > 0:
         raise InputError(
             "gamma=auto: the median distance between sample rows is 0 (constant input?); "
-            "give --gamma"
+            "give a numeric gamma"
         )
     return 1.0 / med

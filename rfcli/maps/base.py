@@ -4,7 +4,8 @@ A map is configured in its constructor, draws its random arrays once in :meth:`f
 (from an explicit integer seed, into public attributes ending in ``_``) and transforms
 chunks with a few vectorized lines.  Its state is ``(config, arrays)``: a JSON-able dict
 with a ``kind`` plus named NumPy arrays, so stores and model files keep the drawn arrays
-themselves, not only the seed (SPEC section 1).
+themselves, not only the seed, so a store can be extended or a test set encoded
+identically on another machine or NumPy version.
 """
 
 from __future__ import annotations
@@ -249,12 +250,11 @@ class RowReducer:
         return out
 
 
-def check_n_features(m: int) -> int:
-    from rfcli.errors import UsageError
+def check_n_features(m: int, name: str = "n_features") -> int:
+    """``m`` as an int >= 1; errors name the parameter ``name``."""
+    from rfcli.errors import check_int
 
-    if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
-        raise UsageError(f"the number of features m must be a positive integer, got {m!r}")
-    return int(m)
+    return check_int(m, name, 1)
 
 
 def pairwise_sq_dists(X: np.ndarray, Y: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Random Fourier features with random phase for shift-invariant kernels (SPEC 1.1).
+"""Random Fourier features with random phase for shift-invariant kernels (docs/methods.md).
 
 ``z_i(x) = cos(w_i'x + tau_i)``, ``tau_i ~ U(0, 2 pi)``, ``F_i = sqrt(2/m) z_i`` and
 ``E[F(x).F(y)] = k(x, y)`` (Rahimi & Recht 2007).  The kernel decides the law of w:
@@ -14,12 +14,13 @@ matern<nu>   Matern nu, lengthscale l = 1/sqrt(2 gamma) g sqrt(2 nu / u) / l,
 
 The Matern lengthscale convention makes every Matern kernel tend to the Gaussian kernel
 of the same gamma as nu grows.  Whatever the kernel, z has the arcsine law on (-1, 1)
-(seed 000, Theorem 2.2), so one Lloyd-Max quantizer per b serves them all.
+(Li & Li 2021, Theorem 2.2), so one Lloyd-Max quantizer per b serves them all.
 
 References
 ----------
 Rahimi, A. and Recht, B. "Random features for large-scale kernel machines", NIPS 2007.
-Li, P. and Li, X. "Quantization algorithms for random Fourier features" (seed 000).
+Li, X. and Li, P. "Quantization algorithms for random Fourier features", International
+Conference on Machine Learning (ICML), 2021.
 
 Examples
 --------
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from rfcli.errors import UsageError
+from rfcli.errors import ParameterTypeError, UsageError
 from rfcli.maps.bandwidth import median_heuristic
 from rfcli.maps.base import MAPS, FeatureMap, check_n_features, pairwise_sq_dists
 from rfcli.random import generator
@@ -50,12 +51,15 @@ FOURIER_KERNELS = ("gaussian", "laplacian", *MATERN_NU)
 def check_gamma(gamma: float | str) -> float | str:
     if gamma == "auto":
         return gamma
+    msg = f"gamma must be a positive number or 'auto', got {gamma!r}"
     try:
         g = float(gamma)
-    except (TypeError, ValueError):
-        raise UsageError(f"gamma must be a positive number or 'auto', got {gamma!r}") from None
+    except TypeError:
+        raise ParameterTypeError(msg) from None
+    except ValueError:  # a string other than 'auto'
+        raise UsageError(msg) from None
     if not (np.isfinite(g) and g > 0):
-        raise UsageError(f"gamma must be a positive number or 'auto', got {gamma!r}")
+        raise UsageError(msg)
     return g
 
 

@@ -1,4 +1,4 @@
-"""Gauss-Legendre features (GLF) for Gaussian-process regression (seed 003; SPEC 1.5).
+"""Gauss-Legendre features (GLF) for Gaussian-process regression (Fink Shustin & Avron 2022).
 
 For a stationary kernel with spectral density ``p_theta`` (convention ``e^{2 pi i eta'x}``)
 ``k(x, y) = s^2 int p_theta(eta) cos(2 pi eta'(x - y)) d eta``.  Truncating to
@@ -20,8 +20,9 @@ data bounding box is below ``tol`` at the smallest, middle and largest lengthsca
 
 References
 ----------
-Shustin, P. F. and Avron, H. "Gauss-Legendre features for Gaussian process regression",
-JMLR 2022 (seed 003).
+Fink Shustin, P. and Avron, H. "Gauss-Legendre features for Gaussian process
+regression", Journal of Machine Learning Research 23, 2022.  Formulas: docs/methods.md,
+Gauss-Legendre features.
 """
 
 from __future__ import annotations
@@ -139,9 +140,9 @@ class GaussLegendreMap(FeatureMap):
             raise UsageError(f"GLF kernel must be one of {', '.join(GLF_KERNELS)}, got {kernel!r}")
         lo, hi = (float(v) for v in lengthscale_bounds)
         if not 0 < lo <= hi:
-            raise UsageError(f"lengthscale bounds must satisfy 0 < LO <= HI, got {lo}, {hi}")
+            raise UsageError(f"lengthscale_bounds must satisfy 0 < lo <= hi, got ({lo}, {hi})")
         if not 0 < tol < 1:
-            raise UsageError(f"--tol must be in (0, 1), got {tol}")
+            raise UsageError(f"tol must be in (0, 1), got {tol}")
         self.kind = "glf"
         self.kernel_name = kernel
         self.lengthscale_bounds = (lo, hi)
@@ -161,7 +162,7 @@ class GaussLegendreMap(FeatureMap):
             raise UsageError(
                 f"GLF features are for d <= {MAX_DIM} inputs (nodes grow as q^d); "
                 f"this input has {d}: "
-                "use random Fourier features (--features rff)"
+                "use random Fourier features (features='rff')"
             )
         lo, hi = self.lengthscale_bounds
         if self.cutoff is not None:
@@ -175,7 +176,7 @@ class GaussLegendreMap(FeatureMap):
         if self.nodes is not None:
             q = np.broadcast_to(np.array(self.nodes, dtype=int), (d,)).copy()
             if np.any(q < 2) or np.any(q % 2):
-                raise UsageError(f"--nodes must be even numbers >= 2, got {self.nodes}")
+                raise UsageError(f"nodes must be even numbers >= 2, got {self.nodes}")
             H, w = half_space_nodes(L, q)
             err = self._probe_error(H, w, width)
         else:
@@ -191,8 +192,8 @@ class GaussLegendreMap(FeatureMap):
                     raise UsageError(
                         f"GLF needs more than {MAX_NODES} nodes for tol={self.tol:g} "
                         f"with lengthscales from {lo:g} to {hi:g} on this data range: narrow "
-                        "--lengthscale-bounds, loosen --tol, set --nodes/--cutoff by hand, "
-                        "or use --features rff"
+                        "lengthscale_bounds, loosen tol, set nodes/cutoff by hand, "
+                        "or use features='rff'"
                     )
                 H, w = half_space_nodes(L, q)
                 err = self._probe_error(H, w, width)

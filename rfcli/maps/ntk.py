@@ -1,10 +1,10 @@
-"""Neural Tangent Kernel features of a fully connected ReLU network (seed 004; SPEC 1.6).
+"""Neural Tangent Kernel features of a fully connected ReLU network (Han et al. 2021).
 
 Exact NTK with L hidden layers: ``K^0 = X X'``, ``Theta^0 = K^0``; for l = 1..L
 ``K^l = F1(K^{l-1})`` and ``Theta^l = Theta^{l-1} * F0(K^{l-1}) + K^l`` (elementwise),
 F0, F1 the arc-cosine kernels of order 0 and 1 applied to the normalized entries.
 
-Features, layer by layer (seed 004's algorithm): ``phi^0 = psi^0 = x``; for each layer
+Features, layer by layer (Han et al.'s algorithm): ``phi^0 = psi^0 = x``; for each layer
 ``phi^l = Phi1(phi^{l-1})`` (m1 order-1 arc-cosine features, estimating K^l) and
 ``psi^l = [TS(psi^{l-1} (x) Phi0(phi^{l-1})), phi^l]`` (m0 order-0 features, the tensor
 product sketched to m_cs dimensions by TensorSketch, estimating Theta^l).  The output is
@@ -20,16 +20,17 @@ the rows of the chunk.
 
 References
 ----------
-Zandieh, A. et al. "Scaling neural tangent kernels via sketching and random features",
-NeurIPS 2021 (seed 004).  Pham, N. and Pagh, R. "Fast and scalable polynomial kernels via
-explicit feature maps", KDD 2013.
+Han, I., Avron, H., Shoham, N., Kim, C. and Shin, J. "Random features for the neural
+tangent kernel", arXiv:2104.01351, 2021.  Formulas: docs/methods.md, NTK features.
+Pham, N. and Pagh, R. "Fast and scalable polynomial kernels via explicit feature maps",
+KDD 2013.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rfcli.errors import ConfigError, UsageError
+from rfcli.errors import ConfigError, ParameterTypeError, UsageError
 from rfcli.maps.arccos import relu_weights
 from rfcli.maps.base import MAPS, FeatureMap, check_n_features
 from rfcli.random import generator
@@ -54,7 +55,8 @@ def _f1(t, outer):
 
 def ntk_kernel(X: np.ndarray, Y: np.ndarray, depth: int) -> np.ndarray:
     """Exact NTK of a ReLU network with ``depth`` hidden layers between rows of X and Y
-    (float64), by the recursion of SPEC 1.6 on the joint Gram matrix."""
+    (float64), by the recursion of docs/methods.md (NTK features) on the joint
+    Gram matrix."""
     Z = np.vstack([np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)])
     K = Z @ Z.T
     theta = K.copy()
@@ -121,12 +123,14 @@ class NTKMap(FeatureMap):
         m_cs: int | None = None,
         modified: bool = False,
     ):
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise UsageError(f"--depth must be an integer >= 1, got {depth!r}")
+        if isinstance(depth, bool) or not isinstance(depth, int):
+            raise ParameterTypeError(f"depth must be an integer >= 1, got {depth!r}")
+        if depth < 1:
+            raise UsageError(f"depth must be an integer >= 1, got {depth!r}")
         a0, a1, acs = split_features(check_n_features(n_features or 2))
-        self.m0 = check_n_features(m0 if m0 is not None else a0)
-        self.m1 = check_n_features(m1 if m1 is not None else a1)
-        self.m_cs = check_n_features(m_cs if m_cs is not None else acs)
+        self.m0 = check_n_features(m0 if m0 is not None else a0, "m0")
+        self.m1 = check_n_features(m1 if m1 is not None else a1, "m1")
+        self.m_cs = check_n_features(m_cs if m_cs is not None else acs, "m_cs")
         super().__init__(self.m1 + self.m_cs, seed)
         self.depth = depth
         self.modified = bool(modified)

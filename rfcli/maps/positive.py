@@ -1,4 +1,4 @@
-"""Positive random features for the Gaussian kernel (seed 002; SPEC 1.4).
+"""Positive random features for the Gaussian kernel (Choromanski et al. 2021).
 
 ``omega_j ~ N(0, I_d)``, ``phi_j(u) = D^{-1/2} exp(sqrt(2 beta) omega_j'u - 2 beta ||u||^2
 + kappa)`` with ``E[phi(u).phi(u')] = e^{2 kappa} exp(-beta ||u - u'||^2)``.  kappa is the
@@ -13,7 +13,10 @@ The raw values have no universal law: quantize them with the ``empirical`` quant
 
 References
 ----------
-Choromanski, K. et al. "Rethinking attention with Performers", ICLR 2021 (seed 002).
+Choromanski, K. et al. "Rethinking attention with Performers", International Conference
+on Learning Representations (ICLR), 2021 (the positive and hyperbolic constructions), as
+transported to the Gaussian kernel in the documentation of the R package nmfkc
+(``nmfkc.rff.positive``, K. Satoh).  Formulas: docs/methods.md, Positive random features.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ class PositiveMap(FeatureMap):
         self.gamma = check_gamma(gamma)
         self.hyperbolic = bool(hyperbolic)
         if self.hyperbolic and self.n_features % 2:
-            raise UsageError(f"--hyperbolic needs an even number of features, got {n_features}")
+            raise UsageError(f"hyperbolic needs an even n_features, got {n_features}")
         self.gamma_: float | None = None
         self.kappa_: float | None = None
 
@@ -88,8 +91,8 @@ class PositiveMap(FeatureMap):
         if not np.isfinite(kappa) or abs(kappa) > MAX_KAPPA:
             raise InputError(
                 f"positive features: kappa = {kappa:.4g} is out of range (|kappa| <= "
-                f"{MAX_KAPPA:g}); centre and scale the input (--standardize or "
-                "--normalize-rows) or lower --gamma"
+                f"{MAX_KAPPA:g}); centre and scale the input (standardize or "
+                "normalize_rows) or lower gamma"
             )
         self.kappa_ = kappa
 

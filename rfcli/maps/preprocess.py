@@ -1,10 +1,11 @@
-"""Row preprocessing fitted on the training input and stored with the map (SPEC 1.1).
+"""Row preprocessing fitted on the training input and stored with the map
+(docs/methods.md, Preprocessing).
 
 * ``standardize``: column z-scores ``(x - mean) / std`` (std of 0 is treated as 1),
   statistics accumulated in float64 over the whole training input in one streaming pass,
   bit-identical whatever the chunk size (see :class:`ColumnStats`).
-* ``normalize_rows``: each row scaled to unit L2 norm (seed 000's "instance
-  normalization"); applied after standardization when both are asked for.
+* ``normalize_rows``: each row scaled to unit L2 norm (the "instance normalization" of
+  Li & Li, ICML 2021); applied after standardization when both are asked for.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Quantizers (SPEC section 2) and bit packing."""
+"""Quantizers (docs/methods.md, Quantizers) and bit packing (docs/store-format.md)."""
 
 from rfcli.quantize import empirical, floats, grid, lloyd_max, trits  # noqa: F401  (register kinds)
 from rfcli.quantize.base import QUANTIZERS, Quantizer

@@ -1,4 +1,5 @@
-"""Quantizers: b-bit scalar quantizers with borders and reconstruction levels (SPEC 2).
+"""Quantizers: b-bit scalar quantizers with borders and reconstruction levels
+(docs/methods.md, Quantizers).
 
 A quantizer turns raw feature values ``z`` (an (n, m) float32 chunk) into packed rows of
 bytes and back.  Every quantizer round-trips through a JSON config with a ``kind``.
@@ -6,12 +7,11 @@ bytes and back.  Every quantizer round-trips through a JSON config with a ``kind
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
 
-from rfcli.errors import ConfigError, UsageError
+from rfcli.errors import ConfigError, ParameterTypeError, RfcliError, UsageError
 from rfcli.quantize.packing import byte_lookup_table, pack_codes, packed_row_bytes, unpack_codes
 from rfcli.registry import Registry, require
 
@@ -93,6 +93,8 @@ class Quantizer:
         levels = require(config, "levels", list, "quantizer")
         try:
             return cls(bits, np.array(borders, dtype=float), np.array(levels, dtype=float))
+        except RfcliError:  # its own check (a ValueError too): keep its message
+            raise
         except (TypeError, ValueError) as e:
             raise ConfigError(
                 f"quantizer {cls.kind}: borders/levels must be numbers ({e})"
@@ -177,10 +179,8 @@ class Quantizer:
 
 
 def check_bits(bits: int, lo: int = 1, hi: int = 8) -> int:
-    if isinstance(bits, bool) or not isinstance(bits, int) or not lo <= bits <= hi:
+    if isinstance(bits, bool) or not isinstance(bits, int):
+        raise ParameterTypeError(f"bits must be an integer in {lo}..{hi}, got {bits!r}")
+    if not lo <= bits <= hi:
         raise UsageError(f"bits must be an integer in {lo}..{hi}, got {bits!r}")
     return bits
-
-
-def log2_int(n: int) -> int:
-    return int(math.log2(n))

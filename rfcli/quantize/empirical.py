@@ -1,4 +1,6 @@
-"""The empirical quantizer: Lloyd-Max fitted on a sample of feature values (SPEC 2).
+"""The empirical quantizer: Lloyd-Max fitted on a sample of feature values.
+
+See docs/methods.md, Quantizers.
 
 For maps whose marginal is not universal (positive features, NTK features, arc-cosine
 order 1 without the row-norm scaling) the quantizer is designed on a sample of the map's
@@ -92,8 +94,8 @@ class EmpiricalQuantizer(Quantizer):
     @classmethod
     def design(cls, bits: int) -> EmpiricalQuantizer:
         raise UsageError(
-            "the empirical quantizer is fitted on data: use `rfcli fit-quantizer --kind "
-            "empirical` or `rfcli encode --quantizer empirical`"
+            "the empirical quantizer is fitted on data: use EmpiricalQuantizer.fit, "
+            "fit_quantizer_on_input or encode with quantizer='empirical'"
         )
 
     @classmethod

@@ -2,7 +2,7 @@
 
 A law gives, for a cell [a, b], its probability mass and its first and second partial
 moments in closed form, plus quantiles for initialization.  Lloyd-Max iterations then
-never integrate numerically (SPEC section 2).
+never integrate numerically (docs/methods.md, Quantizers).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import numpy as np
 @dataclass(frozen=True)
 class ArcsineLaw:
     """Density ``1/(pi*sqrt(1-z^2))`` on (-1, 1): the marginal of ``cos(a + tau)``,
-    tau ~ U(0, 2 pi), for any a (seed 000, Theorem 2.2)."""
+    tau ~ U(0, 2 pi), for any a (Li & Li, "Quantization algorithms for random Fourier
+    features", ICML 2021, Theorem 2.2)."""
 
     lo: float = -1.0
     hi: float = 1.0
@@ -70,8 +71,8 @@ class SquaredArcsineLaw:
 class ReluNormalLaw:
     """Law of ``z = max(0, g)``, g ~ N(0, 1): an atom of mass 1/2 at 0 plus the normal
     density on (0, inf).  The marginal of row-norm-scaled arc-cosine order-1 features
-    ``max(0, w'x)/||x||`` with w ~ N(0, I), for every x (SPEC 1.2).  ``hi`` stands in for
-    infinity (the mass beyond 40 is below 1e-300)."""
+    ``max(0, w'x)/||x||`` with w ~ N(0, I), for every x (docs/methods.md, Arc-cosine
+    features).  ``hi`` stands in for infinity (the mass beyond 40 is below 1e-300)."""
 
     lo: float = -1.0
     hi: float = 40.0

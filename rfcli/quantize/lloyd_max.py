@@ -1,16 +1,17 @@
-"""Lloyd-Max quantizers for random Fourier features (seed 000, section 3).
+"""Lloyd-Max quantizers for random Fourier features (Li & Li 2021, Section 3).
 
 * ``lm``  (LM-RFF) minimizes ``D1 = E[(z - Q(z))^2]`` under the arcsine law.
 * ``lm2`` (LM2-RFF) minimizes ``D2 = E[(z^2 - Q(z)^2)^2]``: Lloyd-Max on ``s = z^2`` with
   ``2^(b-1)`` cells, then ``Q(z) = sign(z) sqrt(nu_j)``.
 
 Both are universal: the arcsine marginal of ``cos(w'x + tau)`` does not depend on the
-kernel, its bandwidth or the data (seed 000, Theorem 2.2), so one quantizer per b serves
+kernel, its bandwidth or the data (Li & Li 2021, Theorem 2.2), so one quantizer per b serves
 every shift-invariant kernel sampled by :class:`rfcli.maps.fourier.FourierMap`.
 
 References
 ----------
-Li, P. and Li, X. "Quantization algorithms for random Fourier features", seed 000.
+Li, X. and Li, P. "Quantization algorithms for random Fourier features", International
+Conference on Machine Learning (ICML), 2021.  Formulas: docs/methods.md, Quantizers.
 Max, J. (1960), Lloyd, S. (1982): the Lloyd-Max conditions.
 """
 
@@ -73,7 +74,7 @@ class LloydMaxQuantizer(Quantizer):
     def design(cls, bits: int, law: str = "arcsine") -> LloydMaxQuantizer:
         if law not in LM_LAWS:
             raise UsageError(
-                f"no Lloyd-Max design for {law} feature values: use --quantizer empirical"
+                f"no Lloyd-Max design for {law} feature values: use quantizer empirical"
             )
         return cls(check_bits(bits), *_lm_design(bits, law), law=law)
 
@@ -92,7 +93,7 @@ class LloydMaxQuantizer(Quantizer):
 
 @QUANTIZERS.register("lm2")
 class LloydMax2Quantizer(Quantizer):
-    """LM2-RFF: Lloyd-Max on z^2, favouring high-similarity pairs (seed 000, section 3)."""
+    """LM2-RFF: Lloyd-Max on z^2, favouring high-similarity pairs (Li & Li 2021, Section 3)."""
 
     kind = "lm2"
 

@@ -1,4 +1,4 @@
-"""Bit packing of b-bit codes along the feature axis, pure NumPy (SPEC section 5).
+"""Bit packing of b-bit codes along the feature axis, pure NumPy (docs/store-format.md, Bit layout).
 
 Layout: feature j's code occupies bits [j*b, (j+1)*b) of the row's bit string, bit 0
 being the least significant bit of byte 0; codes straddle bytes when b does not divide 8.

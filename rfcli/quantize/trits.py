@@ -1,4 +1,6 @@
-"""Exact codes of ternary features {-1, 0, +1} (ternary random features, SPEC 1.3).
+"""Exact codes of ternary features {-1, 0, +1} (ternary random features).
+
+See docs/methods.md, Ternary random features and Quantizers.
 
 * ``ternary``: 2-bit codes 0, 1, 2 for -1, 0, +1, packed like every 2-bit code.
 * ``trits``: 5 symbols per byte in base 3, ``byte = sum_k 3^k (s_k + 1)`` for the five

@@ -7,7 +7,6 @@ exact messages, and the test fails when a message no longer matches the table.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -17,9 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LETTER = os.path.join(ROOT, "sample_data", "letter.train.parquet")
-LETTER_TEST = os.path.join(ROOT, "sample_data", "letter.test.parquet")
+from tests import helpers
+
+# str paths: the CLI arguments, and ROOT is the text replaced by "ROOT" in messages
+ROOT = os.fspath(helpers.ROOT)
+LETTER = os.fspath(helpers.LETTER)
+LETTER_TEST = os.fspath(helpers.LETTER_TEST)
 
 
 @dataclass
@@ -63,10 +65,7 @@ def _model(d):
 
 
 def _edit_meta(store, **changes):
-    f = os.path.join(store, "zarr.json")
-    doc = json.load(open(f))
-    doc["attributes"]["rfcli"].update(changes)
-    json.dump(doc, open(f, "w"))
+    helpers.edit_meta(store, lambda meta: meta.update(changes))
     return store
 
 
@@ -262,7 +261,8 @@ def markdown(results) -> str:
         "test fails when a message drifts from this table. `TMP` is the case's temporary",
         "directory, `ROOT` the project. Exit status 2: usage/input errors; 1 is reserved for",
         "internal errors (none below); 130: interrupted. No case prints a traceback",
-        "(`--debug` shows one for internal errors).",
+        "(`--debug` shows one for internal errors). An option value out of its range is",
+        "refused by click before anything runs, in one line that names the flag.",
         "",
         "| case | bad input | exit | message (stderr, one line) |",
         "|---|---|---|---|",

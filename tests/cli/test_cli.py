@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from rfcli import FeatureStore
 from rfcli.cli import cli
-from tests.conftest import write_parquet
+from tests.helpers import write_parquet
 
 
 def invoke(*args, **kw):
@@ -115,13 +115,10 @@ def test_encode_with_quantizer_file(tmp_path, letter_small):
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["-b", "9"], "bits must be"),
-        (["-m", "0"], "positive integer"),
-        (["--gamma", "-1"], "gamma must be"),
         (["--columns", "nope"], "'nope'"),
         (["--label", "nope"], "label column 'nope' not found"),
         (["--depth", "2"], "--depth applies to --kernel ntk"),
-        (["--kernel", "ntk", "--depth", "0"], "--depth must be"),
+        (["--kernel", "positive", "--hyperbolic", "-m", "7"], "--hyperbolic needs an even -m"),
         (["--kernel", "ternary", "--target", "relu", "--standardize"], "no thresholds"),
         (["--kernel", "ternary", "--quantizer", "lm"], "does not fit"),
         (["--kernel", "positive", "--gamma", "50"], "kappa"),
@@ -133,6 +130,42 @@ def test_bad_options_give_one_line_errors(tmp_path, letter_small, args, needle):
     assert needle in r.stderr
     assert "Traceback" not in r.output
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "cmd,args,needle",
+    [
+        ("encode", ["-b", "9"], "Invalid value for '-b' / '--bits': 9 is not in 1..8"),
+        ("encode", ["-m", "0"], "Invalid value for '-m' / '--features': 0 is not in the range"),
+        ("encode", ["--gamma", "-1"], "Invalid value for '--gamma': -1 is not a positive number"),
+        ("encode", ["--kernel", "ntk", "--depth", "0"], "Invalid value for '--depth'"),
+        ("encode", ["--threads", "0"], "Invalid value for '--threads'"),
+        ("encode", ["--chunk-rows", "0"], "Invalid value for '--chunk-rows'"),
+        ("encode", ["--store-chunk-rows", "0"], "Invalid value for '--store-chunk-rows'"),
+        ("encode", ["--kernel", "ternary", "--sparsity", "1"], "Invalid value for '--sparsity'"),
+        ("encode", ["--kernel", "glf", "--tol", "1"], "Invalid value for '--tol'"),
+        ("encode", ["--kernel", "glf", "--nodes", "3"], "list of even integers >= 2"),
+        ("encode", ["--kernel", "glf", "--lengthscale-bounds", "2,1"], "0 < LO <= HI"),
+        ("encode", ["--memory", "lots"], "Invalid value for '--memory': 'lots' is not a size"),
+        ("encode", ["--engine", "dask", "--workers", "0"], "Invalid value for '--workers'"),
+        ("train", ["--model", "krr", "--alpha", "0"], "Invalid value for '--alpha'"),
+        ("train", ["--model", "svm", "-C", "-1"], "Invalid value for '-C'"),
+        ("train", ["--model", "svm", "--val-fraction", "1"], "Invalid value for '--val-fraction'"),
+        ("train", ["--model", "gpr", "--noise-bounds", "0,1"], "for '--noise-bounds'"),
+        ("train", ["--model", "gpr", "--lengthscale", "0"], "Invalid value for '--lengthscale'"),
+    ],
+)
+def test_option_ranges_are_checked_by_click(tmp_path, letter_small, cmd, args, needle):
+    """Out-of-range option values are refused before the library runs: click's usage error
+    names the flag (the library's own messages name its Python parameters)."""
+    out = tmp_path / ("x.zarr" if cmd == "encode" else "x.npz")
+    r = invoke(cmd, letter_small, "-o", out, *args)
+    assert r.exit_code == 2
+    assert needle in r.stderr
+    assert "Traceback" not in r.output
+    assert r.stderr.strip().startswith("rfcli: error: Invalid value for ")
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not out.exists()
 
 
 def test_missing_input_and_bad_store(tmp_path):
@@ -195,7 +228,7 @@ def test_subprocess_non_numeric_and_nan(tmp_path):
         tmp_path / "d.parquet", a=np.array([1.0, 2.0, np.nan]), s=np.array(["x", "y", "z"])
     )
     p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1")
-    assert p.returncode == 2 and b"row 2" in p.stderr and b"--on-nan" in p.stderr
+    assert p.returncode == 2 and b"row 2" in p.stderr and b"set on_nan to drop or zero" in p.stderr
     p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1", "--columns", "a,s")
     assert p.returncode == 2 and b"not numeric" in p.stderr
     p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1", "--on-nan", "drop")

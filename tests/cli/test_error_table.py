@@ -1,5 +1,7 @@
 """Each bad input of docs/errors.md through the real CLI (a subprocess): the exit status and
-the one-line message must be exactly the documented ones, with no traceback."""
+the one-line message must be exactly the documented ones, with no traceback.  Every error,
+click's usage errors included (an option value out of its range names the flag), is one
+line starting with ``rfcli: error:``."""
 
 import os
 import re
@@ -9,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.cli import error_cases
-from tests.cli.error_cases import CASES, ROOT, run_case
+from tests.cli.error_cases import CASES, run_case
+from tests.helpers import ROOT
 
 
 def documented() -> dict[str, tuple[str, str]]:
@@ -62,4 +65,5 @@ def test_bad_input_message_and_exit_status(case, results):
     assert "Traceback" not in stderr
     assert code == case.exit == int(DOC[case.name][0])
     assert msg.startswith("rfcli: error: ")
+    assert "Usage:" not in stderr and "Try '" not in stderr  # no click usage block
     assert msg == DOC[case.name][1]

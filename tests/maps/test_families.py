@@ -13,7 +13,7 @@ from rfcli.maps import FeatureMap, make_map
 from rfcli.maps.activation import TARGETS, solve_thresholds, ternary_moments
 from rfcli.maps.ntk import CountSketch, tensor_sketch
 from rfcli.random import generator
-from tests.conftest import letter_matrix
+from tests.helpers import letter_matrix
 
 
 def rows(n=10, scale=1.0):
@@ -43,7 +43,7 @@ def ref_arccos(x, y, order):
 
 
 def ref_ntk(x, y, depth):
-    """Per-pair NTK recursion on the 2x2 Gram matrix of (x, y) (SPEC 1.6)."""
+    """Per-pair NTK recursion on the 2x2 Gram matrix of (x, y) (docs/methods.md, NTK features)."""
     kxx, kyy, kxy = x @ x, y @ y, x @ y
     theta = kxy
     for _ in range(depth):
@@ -233,7 +233,7 @@ def test_ternary_map_symbols_sparsity_and_tau():
 
 def test_ternary_unsolvable_tau_is_clear_error():
     X = rows(10, scale=4.0)  # tau ~ 16: relu's d1 = 1/4 is out of reach
-    with pytest.raises(InputError, match="normalize-rows"):
+    with pytest.raises(InputError, match="normalize_rows"):
         make_map("ternary", 16, target="relu").fit_data(X)
 
 

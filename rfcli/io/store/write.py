@@ -14,7 +14,7 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 
 from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
-from rfcli.errors import OutputError, StoreError, UsageError, first_line
+from rfcli.errors import OutputError, StoreError, UsageError, check_int, first_line
 from rfcli.io import location
 from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, partial_path, store_chunk_rows
 from rfcli.io.store.read import FeatureStore
@@ -26,7 +26,7 @@ def _compressors():
 
 def prepare_output(path: str, overwrite: bool) -> None:
     if location.exists(path) and not overwrite:
-        raise OutputError(f"{path}: already exists (use --overwrite to replace it)")
+        raise OutputError(f"{path}: already exists (set overwrite to replace it)")
     if location.is_url(path):
         return  # object stores have no directories to check
     parent = os.path.dirname(os.path.abspath(path))
@@ -82,8 +82,8 @@ class StoreWriter:
         self.tmp = path if self.remote else partial_path(path)
         location.remove_tree(self.tmp)
         self.encoder = encoder
-        if chunk_rows is not None and (isinstance(chunk_rows, bool) or chunk_rows < 1):
-            raise UsageError(f"--store-chunk-rows must be a positive integer, got {chunk_rows}")
+        if chunk_rows is not None:
+            check_int(chunk_rows, "store_chunk_rows", 1)
         self.chunk_rows = int(chunk_rows or store_chunk_rows(encoder.row_bytes))
         self.label_name = label
         self.id_names = list(ids or [])
@@ -147,7 +147,7 @@ class StoreWriter:
         if meta.get("resume_key") != resume_key:
             raise UsageError(
                 f"{tmp} was started with another input or other settings; run the same "
-                "command as the interrupted one, or drop --resume to start over"
+                "encode as the interrupted one, or encode without resume to start over"
             )
         if not meta.get("rows_committed"):
             return None
