@@ -15,6 +15,28 @@ from rfcli.io import location
 from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, check_meta, partial_path
 
 
+def encoder_problems(enc: Encoder, meta: dict, layout: dict) -> list[str]:
+    """What does not match between an encoder and the store metadata it was read from:
+    the recorded fingerprint, and the layout the encoder's quantizer implies."""
+    problems = []
+    recorded, actual = meta.get("fingerprint"), enc.fingerprint()
+    if actual != recorded:
+        problems.append(
+            f"encoder fingerprint {actual} does not match the recorded {recorded!r} (encoder "
+            "arrays or config were altered)"
+        )
+    expect = {
+        "n_features": enc.n_features,
+        "row_bytes": enc.row_bytes,
+        "bits": enc.quantizer.bits_per_feature,
+        "codes": enc.quantizer.code_layout,
+    }
+    for k, v in expect.items():
+        if layout.get(k) != v:
+            problems.append(f"bad metadata: layout.{k} is {layout.get(k)!r}, the encoder's is {v!r}")
+    return problems
+
+
 class FeatureStore:
     """Read access to a store; refuses incomplete or unknown-version stores by default."""
 
@@ -87,38 +109,28 @@ class FeatureStore:
         checked against the recorded fingerprint and layout: a store whose encoder arrays
         or config were altered is refused rather than decoded with the wrong map."""
         if self._encoder is None:
-            arrays = {}
-            for key in self.meta.get("encoder_arrays", []):
-                try:
-                    arrays[key] = self.group[f"encoder/{key}"][...]
-                except KeyError:
-                    raise StoreError(f"{self.path}: encoder array {key!r} is missing") from None
-            try:
-                enc = Encoder.from_state(self.meta["encoder"], arrays)
-            except ConfigError as e:
-                raise StoreError(f"{self.path}: bad metadata: {e}") from None
-            except KeyError:
-                raise StoreError(f"{self.path}: metadata has no encoder") from None
-            recorded, actual = self.meta.get("fingerprint"), enc.fingerprint()
-            if actual != recorded:
-                raise StoreError(
-                    f"{self.path}: encoder fingerprint {actual} does not match the recorded "
-                    f"{recorded!r} (encoder arrays or config were altered; the store is damaged)"
-                )
-            expect = {
-                "n_features": enc.n_features,
-                "row_bytes": enc.row_bytes,
-                "bits": enc.quantizer.bits_per_feature,
-                "codes": enc.quantizer.code_layout,
-            }
-            for k, v in expect.items():
-                if self.layout.get(k) != v:
-                    raise StoreError(
-                        f"{self.path}: bad metadata: layout.{k} is {self.layout.get(k)!r}, "
-                        f"the encoder's is {v!r}"
-                    )
+            enc = self.unchecked_encoder()
+            problems = encoder_problems(enc, self.meta, self.layout)
+            if problems:
+                raise StoreError(f"{self.path}: {problems[0]} (the store is damaged)")
             self._encoder = enc
         return self._encoder
+
+    def unchecked_encoder(self) -> Encoder:
+        """The encoder rebuilt from the metadata and arrays, without the checks of
+        :attr:`encoder` (``rfcli inspect --verify`` lists what is wrong instead)."""
+        arrays = {}
+        for key in self.meta.get("encoder_arrays", []):
+            try:
+                arrays[key] = self.group[f"encoder/{key}"][...]
+            except KeyError:
+                raise StoreError(f"{self.path}: encoder array {key!r} is missing") from None
+        try:
+            return Encoder.from_state(self.meta["encoder"], arrays)
+        except ConfigError as e:
+            raise StoreError(f"{self.path}: bad metadata: {e}") from None
+        except KeyError:
+            raise StoreError(f"{self.path}: metadata has no encoder") from None
 
     @property
     def n_features(self) -> int:

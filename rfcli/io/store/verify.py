@@ -18,7 +18,7 @@ import numpy as np
 
 from rfcli.errors import RfcliError, first_line
 from rfcli.io import location
-from rfcli.io.store.read import FeatureStore
+from rfcli.io.store.read import FeatureStore, encoder_problems
 
 
 @dataclass
@@ -56,25 +56,12 @@ def verify_store(path: str, progress: Callable[[int], None] | None = None) -> Ve
         return rep
     rep.rows = n
     try:
-        enc = store.encoder
+        enc = store.unchecked_encoder()
     except RfcliError as e:
         rep.problems.append(str(e))
         return rep
-    if enc.fingerprint() != meta.get("fingerprint"):
-        rep.problems.append(
-            f"metadata: encoder fingerprint {enc.fingerprint()} does not match the recorded "
-            f"{meta.get('fingerprint')!r} (encoder arrays or config were altered)"
-        )
     layout = store.layout
-    expect = {
-        "n_features": enc.n_features,
-        "row_bytes": enc.row_bytes,
-        "bits": enc.quantizer.bits_per_feature,
-        "codes": enc.quantizer.code_layout,
-    }
-    for k, v in expect.items():
-        if layout.get(k) != v:
-            rep.problems.append(f"metadata: layout.{k} is {layout.get(k)!r}, expected {v!r}")
+    rep.problems += [f"metadata: {p}" for p in encoder_problems(enc, meta, layout)]
     chunk_rows = layout.get("chunk_rows")
     if not isinstance(chunk_rows, int) or chunk_rows < 1:
         rep.problems.append(f"metadata: layout.chunk_rows is {chunk_rows!r}")
