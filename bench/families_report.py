@@ -27,12 +27,12 @@ import pyarrow.parquet as pq
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from rfcli.jobs.evaluate import evaluate  # noqa: E402
-from rfcli.jobs.kernel_error import kernel_error_report  # noqa: E402
-from rfcli.maps import make_map  # noqa: E402
 from rfcli.jobs.encode import EncodeSettings, ReadSettings, encode  # noqa: E402
+from rfcli.jobs.evaluate import evaluate  # noqa: E402
 from rfcli.jobs.fit_quantizer import fit_quantizer_on_input  # noqa: E402
+from rfcli.jobs.kernel_error import kernel_error_report  # noqa: E402
 from rfcli.jobs.train import TrainSettings, train  # noqa: E402
+from rfcli.maps import make_map  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench")
 DOC = os.path.join(ROOT, "docs", "families-report.md")

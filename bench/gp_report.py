@@ -25,10 +25,10 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import exact_gp  # noqa: E402
 from cli_peak import run_cli  # noqa: E402
 
-from rfcli.jobs.train_gpr import GPRSettings, train_gpr  # noqa: E402
-from rfcli.jobs.evaluate import evaluate  # noqa: E402
-from rfcli.learn.model_file import load_model  # noqa: E402
 from rfcli.jobs.encode import ReadSettings  # noqa: E402
+from rfcli.jobs.evaluate import evaluate  # noqa: E402
+from rfcli.jobs.train_gpr import GPRSettings, train_gpr  # noqa: E402
+from rfcli.learn.model_file import load_model  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench", "gpr")
 SETS = {"co2": (["t"], (0.01, 1.0), False), "quakes": (["lat", "long"], (0.3, 1.0), True)}

@@ -18,9 +18,9 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from benchmarks import OUT, synthetic  # noqa: E402
 from pyinstrument import Profiler  # noqa: E402
 
-from rfcli.jobs.train_gpr import GPRSettings, train_gpr  # noqa: E402
 from rfcli.jobs.encode import EncodeSettings, ReadSettings, encode  # noqa: E402
 from rfcli.jobs.train import TrainSettings, train  # noqa: E402
+from rfcli.jobs.train_gpr import GPRSettings, train_gpr  # noqa: E402
 
 DOC = os.path.join(ROOT, "docs", "profile.md")
 DATA = os.path.join(ROOT, "..", "shared", "data")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from rfcli._version import __version__
+from rfcli._version import __version__ as __version__
 
 #: public name -> module that defines it
 _EXPORTS = {

@@ -24,6 +24,7 @@ from rfcli.quantize import Quantizer, make_quantizer
 from rfcli.quantize.base import check_bits
 from rfcli.random import keyed_uniform
 
+
 @dataclass
 class EncodeSettings:
     """What ``rfcli encode`` asks for (ignored when encoding ``like`` another store)."""
@@ -41,7 +42,6 @@ class EncodeSettings:
     sample_rows: int = 1000  # rows for the median heuristic
     map_options: dict[str, Any] = field(default_factory=dict)  # e.g. GLF bounds, tol, nodes
     store_chunk_rows: int | None = None  # rows per store chunk (default: ~4 MiB of codes)
-
 
 
 #: feature values the encoder's empirical quantizer is fitted on (docs/methods.md, Quantizers)

@@ -40,7 +40,9 @@ def test_readme_workflow(tmp_path, letter_small):
 
 
 def test_train_and_train_gpr_return_the_same_kind_of_result(tmp_path):
-    res = rfcli.train_gpr(str(SAMPLE / "quakes.train.parquet"), None, rfcli.GPRSettings(features="rff", n_features=32,
-                          learn=False, lengthscale=1.0), rfcli.ReadSettings(label="y"))  # fmt: skip
+    gs = rfcli.GPRSettings(features="rff", n_features=32, learn=False, lengthscale=1.0)
+    res = rfcli.train_gpr(
+        str(SAMPLE / "quakes.train.parquet"), None, gs, rfcli.ReadSettings(label="y")
+    )
     assert isinstance(res, rfcli.TrainResult)
     assert res.report["model"] == "gpr" and res.seconds > 0

@@ -14,9 +14,11 @@ from rfcli import EncodeSettings, ReadSettings, encode  # noqa: E402
 from rfcli.engines.dask import DaskSettings  # noqa: E402
 from rfcli.errors import InputError  # noqa: E402
 from rfcli.jobs.train import TrainSettings, train  # noqa: E402
-from tests.helpers import LETTER  # noqa: E402
+from tests.helpers import (
+    LETTER,  # noqa: E402
+    write_parquet,  # noqa: E402
+)
 from tests.helpers import tree_digest as tree  # noqa: E402
-from tests.helpers import write_parquet  # noqa: E402
 
 
 @pytest.fixture(scope="module")

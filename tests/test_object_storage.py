@@ -14,9 +14,9 @@ import pytest
 
 from rfcli import EncodeSettings, ReadSettings, encode
 from rfcli.errors import OutputError, StoreError, UsageError
+from rfcli.io.store import FeatureStore
 from rfcli.jobs.evaluate import evaluate
 from rfcli.jobs.predict import predict
-from rfcli.io.store import FeatureStore
 from rfcli.jobs.train import TrainSettings, train
 from tests.helpers import LETTER as LETTER_PATH
 from tests.helpers import tree_digest

@@ -20,13 +20,12 @@ from rfcli.cli.options import (
     overwrite_option,
     settings_from,
 )
+from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import Interrupted
 from rfcli.io.jsonfile import read_json
-from rfcli.io.readers import FORMATS, NAN_POLICIES
-from rfcli.maps import KERNELS
-from rfcli.encoder_fit import EncodeSettings
-from rfcli.io.readers import ReadSettings
+from rfcli.io.readers import FORMATS, NAN_POLICIES, ReadSettings
 from rfcli.jobs.encode import encode
+from rfcli.maps import KERNELS
 from rfcli.quantize import DESIGNABLE
 
 

@@ -6,10 +6,10 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import AutoFloat, CommaList, flatten, overwrite_option
-from rfcli.maps import KERNELS
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.io.readers import ReadSettings
 from rfcli.jobs.train import MODELS, TrainSettings
+from rfcli.maps import KERNELS
 
 
 @cli.command("sweep")

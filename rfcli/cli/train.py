@@ -228,4 +228,3 @@ def _train_gpr(ui, input_path, output, o, run) -> None:
         f"{r['iterations']} iterations, {r['seconds_per_iteration'] * 1e3:.1f} ms/iteration, "
         f"{r['data_passes']} data pass(es); wrote {output} ({r['seconds']:.1f} s)"
     )
-

@@ -25,7 +25,6 @@ SVM's slices keep their packed codes in the workers' memory between passes.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 
 from rfcli.encoder_fit import FIT_BLOCK, EncoderFitter, Pass1

@@ -113,7 +113,10 @@ class LocalEngine(Engine):
     def _encode_loop(self, source, sel, read, encoder, writer, progress) -> None:
         start = writer.rows_written  # > 0 when resuming
         threads = self.threads
-        with progress.task("encoding", source.num_rows) as task, ThreadPoolExecutor(threads) as pool:
+        with (
+            progress.task("encoding", source.num_rows) as task,
+            ThreadPoolExecutor(threads) as pool,
+        ):
             pending: deque = deque()
             if start:
                 task.advance(start)

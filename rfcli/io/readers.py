@@ -32,7 +32,6 @@ class ReadSettings:
     on_nan: str = "error"
 
 
-
 @dataclass
 class Chunk:
     row0: int  # global index (in the output) of the first row

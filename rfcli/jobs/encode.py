@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 from rfcli.encoder import Encoder
-from rfcli.encoder_fit import EncodeSettings, EncoderFitter
+from rfcli.encoder_fit import EncoderFitter, EncodeSettings
 from rfcli.engines import open_engine
 from rfcli.errors import InputError, UsageError, check_int
 from rfcli.io import location
@@ -138,7 +138,9 @@ def _encoder_and_columns(eng, source, settings, read, like, planner, writer, inp
     return eng.fit_encoder(source, sel, settings, read, fmap=planner.fmap), sel
 
 
-def select_like(source: Source, like: str, read: ReadSettings, input_path: str) -> tuple[Encoder, Selection]:
+def select_like(
+    source: Source, like: str, read: ReadSettings, input_path: str
+) -> tuple[Encoder, Selection]:
     """The encoder of the store ``like`` and the input's columns for it (its label and id
     columns are carried when the input has them)."""
     ref = FeatureStore(like)

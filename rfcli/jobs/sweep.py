@@ -11,13 +11,13 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from rfcli.errors import UsageError
-from rfcli.jobs.evaluate import evaluate
 from rfcli.encoder_fit import EncodeSettings
+from rfcli.errors import UsageError
 from rfcli.io.readers import ReadSettings
 from rfcli.jobs.encode import encode
-from rfcli.progress import NullProgress, Progress
+from rfcli.jobs.evaluate import evaluate
 from rfcli.jobs.train import TrainSettings, train
+from rfcli.progress import NullProgress, Progress
 
 
 def parse_bits(values: list[str], name: str = "bits") -> list[int | str]:

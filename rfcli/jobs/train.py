@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from rfcli.errors import InputError, OutputError, ParameterTypeError, UsageError
 from rfcli.engines import open_engine
+from rfcli.errors import InputError, OutputError, ParameterTypeError, UsageError
 from rfcli.io import location
 from rfcli.io.store import FeatureStore
 from rfcli.learn.data import StoreData, validation_mask
@@ -266,9 +266,7 @@ def _val_accuracy(passes, targets, s, sols, title, what="alpha/C") -> list[float
         _correct_pass, targets, Wall, ball, len(sols), s.seed, s.val_fraction, title=title
     )
     if n == 0:
-        raise InputError(
-            f"the validation split is empty; use a larger val_fraction or give {what}"
-        )
+        raise InputError(f"the validation split is empty; use a larger val_fraction or give {what}")
     return list(correct / n)
 
 

@@ -171,9 +171,18 @@ class RawData:
     def slice(self, start: int, stop: int, path: str | None = None) -> RawData:
         """Rows ``start .. stop-1`` of a Parquet input, to be sent to a worker (which opens
         ``path``, by default this input's path)."""
-        return RawData(None, self.sel, self.encoder, normalized=self.normalized,
-                       raw_features=self.raw_features, chunk_rows=min(self.chunk_rows, stop - start),
-                       on_nan=self.on_nan, start=start, stop=stop, path=path or self.path)  # fmt: skip
+        return RawData(
+            None,
+            self.sel,
+            self.encoder,
+            normalized=self.normalized,
+            raw_features=self.raw_features,
+            chunk_rows=min(self.chunk_rows, stop - start),
+            on_nan=self.on_nan,
+            start=start,
+            stop=stop,
+            path=path or self.path,
+        )
 
     def _chunks(self):
         if self.source is not None and self.stop is None:
@@ -221,4 +230,6 @@ def open_data(
             return data
     if not isinstance(normalized, bool):
         raise ParameterTypeError(f"normalized must be a boolean, got {normalized!r}")
-    return RawData.open(path, encoder, normalized, label, ids, chunk_rows, require_label=require_label)
+    return RawData.open(
+        path, encoder, normalized, label, ids, chunk_rows, require_label=require_label
+    )

@@ -10,8 +10,8 @@ import pytest
 
 from rfcli import FeatureStore
 from rfcli.errors import IncompatibleError, UsageError
-from rfcli.maps import RowReducer
 from rfcli.jobs.fit_quantizer import fit_quantizer_on_input
+from rfcli.maps import RowReducer
 from tests.helpers import chunk_files_digest, letter_matrix, run
 
 FAMILIES = [

@@ -11,9 +11,9 @@ from rfcli import EncodeSettings, FeatureStore, ReadSettings, encode
 from rfcli.errors import ConfigError, IncompatibleError, UsageError
 from rfcli.jobs.evaluate import evaluate
 from rfcli.jobs.predict import predict
+from rfcli.jobs.train import TrainSettings, train
 from rfcli.learn.model_file import load_model
 from rfcli.learn.svm import fit_svm, loss_terms
-from rfcli.jobs.train import TrainSettings, train
 from tests.helpers import write_parquet
 
 

@@ -55,8 +55,6 @@ def check_meta(meta: dict) -> dict:
     return layout
 
 
-
-
 def store_chunk_rows(row_bytes: int) -> int:
     """Rows per store chunk: about 4 MiB of codes, a power of two in [1024, 65536]."""
     rows = max(1, (4 << 20) // max(row_bytes, 1))

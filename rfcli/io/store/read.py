@@ -33,7 +33,9 @@ def encoder_problems(enc: Encoder, meta: dict, layout: dict) -> list[str]:
     }
     for k, v in expect.items():
         if layout.get(k) != v:
-            problems.append(f"bad metadata: layout.{k} is {layout.get(k)!r}, the encoder's is {v!r}")
+            problems.append(
+                f"bad metadata: layout.{k} is {layout.get(k)!r}, the encoder's is {v!r}"
+            )
     return problems
 
 
