@@ -34,6 +34,8 @@ class Engine:
     :class:`rfcli.engines.dask.DaskEngine`; :func:`rfcli.engines.open_engine` chooses."""
 
     name = "?"
+    #: threads of one worker that encodes chunks (sizes the chunks for a memory budget)
+    threads = 1
 
     def worker_path(self, path: str) -> str:
         """``path`` as the engine's workers must see it."""
@@ -45,11 +47,11 @@ class Engine:
     def check_encode(self, read, resume: bool) -> None:
         """Refuse encode settings the engine cannot honour."""
 
-    def fit_encoder(self, source, sel, settings, read, progress, fmap=None):
+    def fit_encoder(self, source, sel, settings, read, fmap=None):
         """The encoder ``settings`` describe (or of ``fmap``), fitted on ``source``."""
         raise NotImplementedError
 
-    def write_store(self, source, sel, read, encoder, writer, progress) -> str:
+    def write_store(self, source, sel, read, encoder, writer) -> str:
         """Encode every row of ``source`` into ``writer``'s store and complete it."""
         raise NotImplementedError
 

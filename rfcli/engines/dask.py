@@ -222,10 +222,10 @@ class DaskEngine(Engine):
                 "zero (or the local engine for drop)"
             )
 
-    def fit_encoder(self, source, sel, settings, read, progress=None, fmap=None):
+    def fit_encoder(self, source, sel, settings, read, fmap=None):
         """The encoder, every pass a distributed reduction whose partial results merge in
         row order exactly as one local pass (see rfcli.encoder_fit)."""
-        progress = progress or self.progress
+        progress = self.progress
         path = source.path
         if not source.num_rows:
             raise InputError(f"{path}: no rows to encode (empty input)")
@@ -247,10 +247,10 @@ class DaskEngine(Engine):
             fitter.finish_map_pass(RowReducer.merge_ordered(parts), path)
         return fitter.encoder(sel.features)
 
-    def write_store(self, source, sel, read, encoder, writer, progress=None) -> str:
+    def write_store(self, source, sel, read, encoder, writer) -> str:
         """The partial store is sized for every row, one task per range of whole store
         chunks writes its own chunks, the completion marker comes last."""
-        progress = progress or self.progress
+        progress = self.progress
         path, n = source.path, source.num_rows
         try:
             if not n:

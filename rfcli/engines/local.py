@@ -65,11 +65,11 @@ class LocalEngine(Engine):
         self.progress = progress or NullProgress()
         self.threads = threads or min(4, os.cpu_count() or 1)
 
-    def fit_encoder(self, source, sel, settings, read, progress=None, fmap=None):
+    def fit_encoder(self, source, sel, settings, read, fmap=None):
         """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe),
         making the passes over the input that :class:`rfcli.encoder_fit.EncoderFitter`
         asks for."""
-        progress = progress or self.progress
+        progress = self.progress
         fitter = EncoderFitter(settings, fmap)
         d = len(sel.features)
         total = fitter.n_passes + 1
@@ -91,11 +91,11 @@ class LocalEngine(Engine):
             fitter.finish_map_pass(reducer, source.path)
         return fitter.encoder(sel.features)
 
-    def write_store(self, source, sel, read, encoder, writer, progress=None) -> str:
+    def write_store(self, source, sel, read, encoder, writer) -> str:
         """The chunk loop: chunks encoded on the thread pool, written in row order.  An
         interruption keeps the partial store up to its last checkpoint (``--resume``)."""
         try:
-            self._encode_loop(source, sel, read, encoder, writer, progress or self.progress)
+            self._encode_loop(source, sel, read, encoder, writer)
             if writer.rows_written == 0:
                 raise InputError(f"{source.path}: no rows to encode (empty input)")
             return writer.close()
@@ -110,11 +110,11 @@ class LocalEngine(Engine):
             writer.abort()
             raise
 
-    def _encode_loop(self, source, sel, read, encoder, writer, progress) -> None:
+    def _encode_loop(self, source, sel, read, encoder, writer) -> None:
         start = writer.rows_written  # > 0 when resuming
         threads = self.threads
         with (
-            progress.task("encoding", source.num_rows) as task,
+            self.progress.task("encoding", source.num_rows) as task,
             ThreadPoolExecutor(threads) as pool,
         ):
             pending: deque = deque()

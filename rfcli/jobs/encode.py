@@ -92,11 +92,12 @@ def encode(
                 "a partial store)"
             )
         prepare_output(output, overwrite)
+        ref = FeatureStore(like) if like is not None else None  # the store to encode like
         t0 = time.perf_counter()
         # the map (one object, fitted later) and the passes it needs; checks the quantizer early
         planner = EncoderFitter(settings) if like is None else None
         readable = input_path != "-" and (location.exists(input_path) or "*" in input_path)
-        key = resume_key(input_path, settings, read, like) if readable else None
+        key = resume_key(input_path, settings, read, ref) if readable else None
         writer = None
         if resume and os.path.isdir(partial_path(output)):
             writer = StoreWriter.resume(output, key, overwrite=overwrite)
@@ -104,15 +105,15 @@ def encode(
         source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
         try:
             eng.check_source(source)
-            if memory is not None and eng.name == "local":
-                read = _budget_chunks(read, source, planner, like, memory, eng.threads)
-            encoder, sel = _encoder_and_columns(eng, source, settings, read, like, planner,
+            if memory is not None:
+                read = _budget_chunks(read, source, planner, ref, memory, eng.threads)
+            encoder, sel = _encoder_and_columns(eng, source, settings, read, ref, planner,
                                                 writer, input_path)  # fmt: skip
             t_fit = time.perf_counter() - t0
             if writer is None:
                 writer = new_writer(output, encoder, sel, input_path, overwrite, key, settings,
-                                    like)  # fmt: skip
-            path = eng.write_store(source, sel, read, encoder, writer, progress)
+                                    ref)  # fmt: skip
+            path = eng.write_store(source, sel, read, encoder, writer)
         finally:
             source.close()
     return EncodeResult(path, writer.n_rows, time.perf_counter() - t0, encoder, sel.skipped, t_fit)
@@ -126,12 +127,11 @@ def _check_args(threads, read, resume, input_path, output) -> None:
         raise UsageError("resume needs a file input (stdin cannot be read again)")
 
 
-def _encoder_and_columns(eng, source, settings, read, like, planner, writer, input_path):
-    """The encoder (of the store ``like``, of the resumed partial store, or fitted on the
+def _encoder_and_columns(eng, source, settings, read, ref, planner, writer, input_path):
+    """The encoder (of the store ``ref``, of the resumed partial store, or fitted on the
     input by the engine) and the input's selected columns."""
-    if like is not None:
-        encoder, sel = select_like(source, like, read, input_path)
-        return (writer.encoder if writer is not None else encoder), sel
+    if ref is not None:
+        return select_like(source, ref, read, input_path)
     sel = select_columns(source, read.columns, read.label, read.ids)
     if writer is not None:
         return writer.encoder, sel
@@ -139,16 +139,15 @@ def _encoder_and_columns(eng, source, settings, read, like, planner, writer, inp
 
 
 def select_like(
-    source: Source, like: str, read: ReadSettings, input_path: str
+    source: Source, ref: FeatureStore, read: ReadSettings, input_path: str
 ) -> tuple[Encoder, Selection]:
-    """The encoder of the store ``like`` and the input's columns for it (its label and id
+    """The encoder of the store ``ref`` and the input's columns for it (its label and id
     columns are carried when the input has them)."""
-    ref = FeatureStore(like)
     encoder = ref.encoder
     missing = [c for c in encoder.columns if c not in source.names]
     if missing:
         raise InputError(
-            f"{input_path}: column(s) {', '.join(missing[:8])} of the store {like} "
+            f"{input_path}: column(s) {', '.join(missing[:8])} of the store {ref.path} "
             "are missing from the input"
         )
     ref_label = (ref.label_info or {}).get("name")
@@ -171,13 +170,13 @@ def new_writer(output, encoder, sel, input_path, overwrite, key, settings, like)
     )
 
 
-def _budget_chunks(read, source, planner, like, memory, threads) -> ReadSettings:
+def _budget_chunks(read, source, planner, ref, memory, threads) -> ReadSettings:
     from dataclasses import replace
 
     from rfcli.memory import encode_chunk_rows
 
-    if like is not None:
-        enc = FeatureStore(like).encoder
+    if ref is not None:
+        enc = ref.encoder
         d, fmap, row_bytes = len(enc.columns), enc.fmap, enc.row_bytes
     else:
         d = len(read.columns) if read.columns else len(source.names)
@@ -187,7 +186,9 @@ def _budget_chunks(read, source, planner, like, memory, threads) -> ReadSettings
     return replace(read, chunk_rows=min(read.chunk_rows, rows))
 
 
-def resume_key(input_path: str, settings: EncodeSettings, read: ReadSettings, like) -> str:
+def resume_key(
+    input_path: str, settings: EncodeSettings, read: ReadSettings, ref: FeatureStore | None
+) -> str:
     """What an encode must share with an interrupted one to continue its partial store:
     the input file (name, size, modification time) and every setting that changes the
     output (not chunk size or threads, which never do)."""
@@ -209,7 +210,7 @@ def resume_key(input_path: str, settings: EncodeSettings, read: ReadSettings, li
         "files": [location.file_ident(f) for f in files],
         "settings": asdict(settings),
         "read": {k: v for k, v in asdict(read).items() if k != "chunk_rows"},
-        "like": FeatureStore(like).meta["fingerprint"] if like else None,
+        "like": ref.meta["fingerprint"] if ref is not None else None,
     }
     blob = json.dumps(ident, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
