@@ -102,11 +102,15 @@ def _debug(ctx) -> bool:
 
 def _fail(ctx, msg: str, code: int):
     import logging
+    import warnings
 
     # an interrupted or failed write may leave zarr's I/O tasks pending; asyncio would
     # report them ("Task was destroyed but it is pending!") at exit, after the one line
     # that must end stderr
     logging.getLogger("asyncio").disabled = True
+    # likewise a coroutine of such a write, created but never awaited when a signal arrived,
+    # is reported when it is collected at exit
+    warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
     click.echo(msg, err=True)
     ctx.exit(code)
 

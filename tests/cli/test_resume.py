@@ -73,6 +73,20 @@ def test_sigkill_then_resume_is_byte_identical(big_input, reference, tmp_path, f
     assert tree_digest(out) == reference
 
 
+def test_resume_drops_the_temporary_file_of_a_write_cut_short(big_input, reference, tmp_path):
+    """zarr writes ``<name>.<uuid>.partial`` and renames it; a kill between the two leaves
+    it behind (seen under load), and the resumed store must not carry it."""
+    out = tmp_path / "s.zarr"
+    code, _ = run_until(encode_args(big_input, out), out, N_ROWS // 2, signal.SIGKILL)
+    assert code == -signal.SIGKILL, "the encode finished before it could be killed"
+    stray = os.path.join(f"{out}.partial", "codes", "zarr." + "0123456789abcdef" * 2 + ".partial")
+    with open(stray, "w") as f:
+        f.write("{")
+    r = subprocess.run(encode_args(big_input, out, "--resume"), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert tree_digest(out) == reference
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_keeps_checkpoint_and_says_so(big_input, reference, tmp_path, sig):
     out = tmp_path / "s.zarr"

@@ -5,6 +5,7 @@ is described in :mod:`rfcli.io.store` (the reader) and docs/store-format.md."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from typing import Any
 
@@ -45,6 +46,18 @@ def _remove_chunks_from(array_dir: str, first: int) -> None:
         if name.isdigit() and int(name) >= first:
             p = os.path.join(root, name)
             shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+
+
+#: zarr writes a file as ``<name>.<uuid hex>.partial`` and renames it into place
+_ZARR_TEMP = re.compile(r"\.[0-9a-f]{32}\.partial$")
+
+
+def _remove_zarr_temp_files(root: str) -> None:
+    """Delete the temporary files of zarr writes that a kill interrupted."""
+    for r, _, files in os.walk(root):
+        for f in files:
+            if _ZARR_TEMP.search(f):
+                os.remove(os.path.join(r, f))
 
 
 def _id_column(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -151,6 +164,7 @@ class StoreWriter:
             )
         if not meta.get("rows_committed"):
             return None
+        _remove_zarr_temp_files(tmp)  # writes a kill cut short (never part of the store)
         self = cls.__new__(cls)
         self.path, self.tmp, self.group, self.meta = path, tmp, group, meta
         self.remote = False
