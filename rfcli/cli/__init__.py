@@ -14,8 +14,51 @@ from rfcli._version import __version__
 from rfcli.cli.console import UI
 from rfcli.errors import RfcliError, first_line
 
+#: every command: its module (imported only when the command runs, or for its own --help,
+#: so that ``rfcli --help``, ``--version`` and usage errors return at once) and the one-line
+#: help the group's --help lists (tests/cli/test_startup.py checks it against the command)
+COMMANDS = {
+    "decode": ("rfcli.cli.decode", "Write a store's decoded features for other tools."),
+    "encode": ("rfcli.cli.encode", "Encode INPUT (a Parquet file, directory or glob of Parquet "
+               "files, CSV, Zarr; '-' = CSV on stdin) into a bit-packed feature store."),
+    "evaluate": ("rfcli.cli.evaluate", "Metrics of MODEL on TEST (a store or raw data with the "
+                 "training label column), or with --kernel-error the kernel-approximation "
+                 "errors of STORE (docs/methods.md, evaluation metrics)."),
+    "fit-quantizer": ("rfcli.cli.fit_quantizer", "Design a b-bit quantizer and write it as JSON."),
+    "inspect": ("rfcli.cli.inspect", "Show a store's shape, map, quantizer, size on disk and "
+                "completeness."),
+    "predict": ("rfcli.cli.predict", "Predict with MODEL on INPUT: a store encoded with the "
+                "model's map, or raw data (encoded on the fly with the model's map and "
+                "quantizer)."),
+    "sweep": ("rfcli.cli.sweep", "Accuracy (or MSE) against bits per sample: encode, train and "
+              "evaluate TRAIN/TEST for every combination of --features, --quantizer and --bits "
+              "('none' = float32, once per m)."),
+    "train": ("rfcli.cli.train", "Train a linear SVM or kernel ridge regression on a feature "
+              "store, out of core, or a Gaussian-process regression on a store or on raw data."),
+}  # fmt: skip
+
 
 class RfcliGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in COMMANDS:
+            import importlib
+
+            importlib.import_module(COMMANDS[name][0])  # registers itself with @cli.command
+        return self.commands.get(name)
+
+    def format_commands(self, ctx, formatter):
+        """The command list from :data:`COMMANDS`, without importing any command."""
+        from click.utils import make_default_short_help
+
+        limit = formatter.width - 6 - max(map(len, COMMANDS))
+        names = self.list_commands(ctx)
+        rows = [(n, make_default_short_help(COMMANDS[n][1], limit)) for n in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def main(self, *args, **kwargs):
         """Click's main, with usage errors as the documented single line
         ``rfcli: error: ...`` (exit status 2) instead of click's Usage/Try/Error block."""
@@ -144,15 +187,3 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, _terminate)
     cli(prog_name="rfcli")
-
-
-from rfcli.cli import (  # noqa: E402,F401  (register commands)
-    decode,
-    encode,
-    evaluate,
-    fit_quantizer,
-    inspect,
-    predict,
-    sweep,
-    train,
-)

@@ -8,18 +8,7 @@ import json
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
+from functools import cached_property
 
 
 @dataclass
@@ -27,9 +16,18 @@ class UI:
     quiet: bool = False
     debug: bool = False
 
-    def __post_init__(self):
-        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
-        self.out = Console(highlight=False, soft_wrap=True)
+    # rich is imported when something is printed (start-up of --help, --version)
+    @cached_property
+    def err(self):
+        from rich.console import Console
+
+        return Console(stderr=True, highlight=False, soft_wrap=True)
+
+    @cached_property
+    def out(self):
+        from rich.console import Console
+
+        return Console(highlight=False, soft_wrap=True)
 
     @property
     def show_progress(self) -> bool:
@@ -44,6 +42,8 @@ class UI:
         sys.stdout.flush()
 
     def table(self, title: str | None, rows: list[tuple], headers: tuple | None = None) -> None:
+        from rich.table import Table
+
         t = Table(title=title, show_header=headers is not None, box=None, pad_edge=False)
         for h in headers or ("", ""):
             t.add_column(h)
@@ -79,6 +79,16 @@ class RichProgress:
         if not self.ui.show_progress:
             yield _NullTask()
             return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         cols = [
             TextColumn("{task.description}"),
             BarColumn(),

@@ -6,7 +6,6 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import overwrite_option
-from rfcli.jobs.decode import decode
 
 
 @cli.command("decode")
@@ -36,6 +35,8 @@ def decode_cmd(ui, store_path, output, normalized, chunk_rows, overwrite):
       rfcli decode train.rff.zarr -o features.npy
       rfcli decode train.rff.zarr -o - --normalized | head
     """
+    from rfcli.jobs.decode import decode
+
     n = decode(
         store_path,
         output,

@@ -23,8 +23,7 @@ from rfcli.cli.options import (
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import Interrupted
 from rfcli.io.jsonfile import read_json
-from rfcli.io.readers import FORMATS, NAN_POLICIES, ReadSettings
-from rfcli.jobs.encode import encode
+from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings
 from rfcli.maps import KERNELS
 from rfcli.quantize import DESIGNABLE
 
@@ -186,6 +185,8 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
     """
     check_family_options(click.get_current_context(), opts["kernel"])
     _check_combinations(input_path, output, resume, engine, opts)
+    from rfcli.jobs.encode import encode
+
     try:
         res = encode(
             input_path,

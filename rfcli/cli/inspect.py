@@ -6,9 +6,6 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import json_option
-from rfcli.errors import StoreError
-from rfcli.io.store import FeatureStore
-from rfcli.jobs.inspect import store_summary
 
 
 @cli.command("inspect")
@@ -33,6 +30,8 @@ def inspect_cmd(ui, store_path, verify, as_json):
       rfcli inspect train.rff.zarr --json | jq .bits_per_sample
       rfcli inspect train.rff.zarr --verify
     """
+    from rfcli.errors import StoreError
+
     if verify:
         from rfcli.io.store.verify import verify_store
 
@@ -54,6 +53,9 @@ def inspect_cmd(ui, store_path, verify, as_json):
             raise StoreError(f"{store_path}: verification failed ({len(rep.problems)} problem(s))")
         ui.info(f"{store_path}: ok ({rep.rows:,} rows, {rep.chunks} chunk(s) verified)")
         return
+    from rfcli.io.store import FeatureStore
+    from rfcli.jobs.inspect import store_summary
+
     store = FeatureStore(store_path, require_complete=False)
     info = store_summary(store)
     if as_json:

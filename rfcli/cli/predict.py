@@ -6,7 +6,6 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import dask_settings, engine_options, overwrite_option
-from rfcli.jobs.predict import predict
 
 
 @cli.command("predict")
@@ -38,6 +37,8 @@ def predict_cmd(ui, model_path, input_path, output, ids, overwrite, engine, sche
       rfcli predict svm.npz new_rows.csv --id name -o - | head
       rfcli predict krr.npz lake/new/ -o pred.parquet --engine dask --scheduler tcp://host:8786
     """
+    from rfcli.jobs.predict import predict
+
     n = predict(
         model_path,
         input_path,

@@ -7,15 +7,14 @@ import click
 from rfcli.cli import cli
 from rfcli.cli.options import AutoFloat, CommaList, flatten, overwrite_option
 from rfcli.encoder_fit import EncodeSettings
-from rfcli.io.readers import ReadSettings
-from rfcli.jobs.train import MODELS, TrainSettings
+from rfcli.io.settings import ReadSettings
 from rfcli.maps import KERNELS
 
 
 @cli.command("sweep")
 @click.argument("train_path", metavar="TRAIN")
 @click.argument("test_path", metavar="TEST")
-@click.option("--model", type=click.Choice(MODELS), required=True)
+@click.option("--model", type=click.Choice(["svm", "krr"]), required=True)
 @click.option("--label", required=True, help="Target column.")
 @click.option("--bits", type=CommaList(), multiple=True, default=["1,2,4,none"], show_default=True)
 @click.option(
@@ -81,6 +80,7 @@ def sweep_cmd(
     """
     from rfcli.io.writers import check_output_path
     from rfcli.jobs.sweep import parse_bits, plot, sweep
+    from rfcli.jobs.train import TrainSettings
 
     if output:
         check_output_path(output, overwrite)

@@ -15,7 +15,6 @@ from rfcli.cli.options import (
     overwrite_option,
     settings_from,
 )
-from rfcli.jobs.train import TrainSettings, train
 
 
 @cli.command("train")
@@ -184,6 +183,8 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
 
 
 def _train_linear(ui, input_path, model, output, o, run) -> None:
+    from rfcli.jobs.train import TrainSettings, train
+
     settings = settings_from(
         TrainSettings,
         o,
@@ -210,7 +211,7 @@ def _train_linear(ui, input_path, model, output, o, run) -> None:
 
 
 def _train_gpr(ui, input_path, output, o, run) -> None:
-    from rfcli.io.readers import ReadSettings
+    from rfcli.io.settings import ReadSettings
     from rfcli.jobs.train_gpr import GPRSettings, train_gpr
 
     s = settings_from(

@@ -14,22 +14,8 @@ import numpy as np
 
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
+from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings  # noqa: F401 (re-export)
 from rfcli.io.sources import CsvSource, ParquetSource, Source, ZarrSource, is_glob
-
-FORMATS = ("parquet", "csv", "zarr")
-NAN_POLICIES = ("error", "drop", "zero")
-
-
-@dataclass
-class ReadSettings:
-    """How input is read: columns, label, id columns, format, chunk size, NaN policy."""
-
-    columns: list[str] | None = None
-    label: str | None = None
-    ids: list[str] = field(default_factory=list)
-    fmt: str | None = None
-    chunk_rows: int = 8192
-    on_nan: str = "error"
 
 
 @dataclass
