@@ -34,9 +34,11 @@ from rfcli.io import location
 from rfcli.io.readers import iter_chunks, read_range
 from rfcli.io.sources import ParquetSource
 from rfcli.io.store import FeatureStore, RegionWriter
+from rfcli.io.store.chunks import SAMPLE_ROWS
 from rfcli.learn.data import RawData, StoreData
 from rfcli.maps import RowReducer
 from rfcli.progress import NullProgress, Progress
+from rfcli.threads import blas_threads
 
 #: store chunks per encode task (tasks of about 64k-256k rows)
 CHUNKS_PER_TASK = 4
@@ -86,8 +88,9 @@ def _encode_task(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows) -> in
     src = ParquetSource(path)
     writer = RegionWriter(tmp)
     try:
-        for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
-            writer.write(encoder.encode_chunk(ch.X, ch.row0), ch.label, ch.ids)
+        with blas_threads(1):  # a worker runs one task per thread
+            for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
+                writer.write(encoder.encode_chunk(ch.X, ch.row0), ch.label, ch.ids)
         writer.close()
     finally:
         src.close()
@@ -109,11 +112,12 @@ def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
             part = fitter.new_pass1(len(sel.features), record=True)
         else:
             part = fitter.new_map_pass(start)
-        for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
-            if stage == "pass1":
-                part.update(ch.row0, ch.X)
-            else:
-                part.update(ch.row0, fitter.map_values(ch.X))
+        with blas_threads(1):
+            for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
+                if stage == "pass1":
+                    part.update(ch.row0, ch.X)
+                else:
+                    part.update(ch.row0, fitter.map_values(ch.X))
         return part
     finally:
         src.close()
@@ -256,7 +260,8 @@ class DaskEngine(Engine):
             if not n:
                 raise InputError(f"{path}: no rows to encode (empty input)")
             classes = _label_classes(self.client, path, source, sel, read, self.dask, progress)
-            first = next(iter_chunks(source, sel, min(16, n), read.on_nan))  # label/id dtypes
+            # the first rows decide label and id dtypes and the arrays' compression
+            first = next(iter_chunks(source, sel, min(SAMPLE_ROWS, n), read.on_nan))
             writer.preallocate(n, first, classes)
             span = writer.chunk_rows * CHUNKS_PER_TASK
             _run_encode_tasks(
@@ -292,7 +297,8 @@ def _store_slice(store_path, normalized, chunk_rows, start, stop, cache):
 def _apply(fn, part, *args):
     """Worker side: one pass function over one slice (a spec tuple is opened first)."""
     data = _store_slice(*part) if isinstance(part, tuple) else part
-    return fn(data, *args)
+    with blas_threads(1):
+        return fn(data, *args)
 
 
 class DaskPasses:

@@ -4,7 +4,6 @@ GEMM, cos and packing) and writes them in row order."""
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +14,7 @@ from rfcli.engines.base import Engine
 from rfcli.errors import InputError, Interrupted
 from rfcli.io.readers import Chunk, iter_chunks
 from rfcli.progress import NullProgress, Progress
+from rfcli.threads import blas_threads, default_threads
 
 
 class _Tracked:
@@ -33,11 +33,13 @@ class _Tracked:
 
 
 class LocalPasses:
-    """Every pass is one sequential loop over all rows."""
+    """Every pass is one sequential loop over all rows, whose products use up to
+    ``threads`` BLAS threads."""
 
-    def __init__(self, data, progress: Progress | None = None):
+    def __init__(self, data, progress: Progress | None = None, threads: int = 1):
         self.data = data
         self.progress = progress or NullProgress()
+        self.threads = threads
 
     @property
     def n_rows(self) -> int:
@@ -45,16 +47,19 @@ class LocalPasses:
 
     def reduce(self, fn: Callable[..., Any], *args: Any, title: str | None = None) -> Any:
         """``fn(data, *args)`` over all rows (see :mod:`rfcli.engines.base`)."""
-        if title is None:
-            return fn(self.data, *args)
-        with self.progress.task(title, self.data.n_rows) as task:
-            return fn(_Tracked(self.data, task), *args)
+        with blas_threads(self.threads):
+            if title is None:
+                return fn(self.data, *args)
+            with self.progress.task(title, self.data.n_rows) as task:
+                return fn(_Tracked(self.data, task), *args)
 
     def map_batches(self, fn: Callable[..., Any], *args: Any, title: str) -> Iterator[Any]:
         """``fn(batch, *args)`` for every batch (with its id columns), in row order."""
         with self.progress.task(title, self.data.n_rows) as task:
             for batch in self.data.batches(with_ids=True):
-                yield fn(batch, *args)
+                with blas_threads(self.threads):
+                    out = fn(batch, *args)
+                yield out
                 task.advance(len(batch))
 
 
@@ -63,14 +68,20 @@ class LocalEngine(Engine):
 
     def __init__(self, progress: Progress | None = None, threads: int | None = None):
         self.progress = progress or NullProgress()
-        self.threads = threads or min(4, os.cpu_count() or 1)
+        #: cores to use: encode worker threads (each with one BLAS thread), BLAS threads
+        #: of the learners' sequential passes
+        self.threads = threads or default_threads()
 
     def fit_encoder(self, source, sel, settings, read, fmap=None):
         """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe),
         making the passes over the input that :class:`rfcli.encoder_fit.EncoderFitter`
         asks for."""
-        progress = self.progress
         fitter = EncoderFitter(settings, fmap)
+        with blas_threads(self.threads):
+            return self._fit_encoder(fitter, source, sel, read)
+
+    def _fit_encoder(self, fitter, source, sel, read):
+        progress = self.progress
         d = len(sel.features)
         total = fitter.n_passes + 1
         if fitter.needs_pass1:
@@ -115,6 +126,7 @@ class LocalEngine(Engine):
         threads = self.threads
         with (
             self.progress.task("encoding", source.num_rows) as task,
+            blas_threads(1),  # each worker thread computes on one core
             ThreadPoolExecutor(threads) as pool,
         ):
             pending: deque = deque()
@@ -137,7 +149,7 @@ class LocalEngine(Engine):
             drain(0)
 
     def passes(self, data, cache: bool = False) -> LocalPasses:
-        return LocalPasses(data, self.progress)
+        return LocalPasses(data, self.progress, self.threads)
 
 
 def _tail(ch: Chunk, k: int) -> Chunk:

@@ -7,6 +7,7 @@ bytes and back.  Every quantizer round-trips through a JSON config with a ``kind
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -143,16 +144,26 @@ class Quantizer:
 
     def _row_norms(self, codes: np.ndarray, packed: np.ndarray) -> np.ndarray:
         """``sqrt(sum_j levels[code_j]^2)`` per row, float64 sums.  For b in {1, 2, 4} the
-        squares of all codes in a byte come from one 256-entry table, so the sum runs
-        over the packed bytes (8/b times fewer terms); the last byte's padding codes are
-        0 and are taken out again."""
+        squares of all codes in two bytes come from one 65536-entry table, so the sum runs
+        over byte pairs (16/b times fewer terms than codes; np.take, several times faster
+        than fancy indexing); the last byte's padding codes are 0 and are taken out again."""
         if self._sq_byte_lut is None:
             return np.sqrt(self._sq_levels[codes].sum(axis=1)).astype(np.float32)
-        sq = self._sq_byte_lut[packed].sum(axis=1)
-        pad = packed.shape[1] * (8 // self.bits) - codes.shape[1]
+        nb = packed.shape[1]
+        packed = np.ascontiguousarray(packed)
+        sq = np.take(self._sq_pair_lut, packed[:, : nb - nb % 2].view("<u2")).sum(axis=1)
+        if nb % 2:
+            sq += np.take(self._sq_byte_lut, packed[:, -1])
+        pad = nb * (8 // self.bits) - codes.shape[1]
         if pad:
             sq -= pad * self._sq_levels[0]
         return np.sqrt(np.maximum(sq, 0.0)).astype(np.float32)
+
+    @cached_property
+    def _sq_pair_lut(self) -> np.ndarray:
+        """Sum of the squared levels of the codes in a little-endian uint16 (two bytes)."""
+        pair = np.arange(1 << 16)
+        return self._sq_byte_lut[pair & 0xFF] + self._sq_byte_lut[pair >> 8]
 
     def decode_rows(self, packed: np.ndarray, n_features: int, scale: float = 1.0) -> np.ndarray:
         """Unpack and decode: float32 (n, n_features) values ``scale * Q(z)``.
@@ -163,7 +174,9 @@ class Quantizer:
             if packed.shape[1] != self.row_bytes(n_features):
                 raise ValueError("packed row width does not match the quantizer")
             lut = self._scaled_lut(scale)
-            out = lut[packed].reshape(packed.shape[0], lut.shape[1] * packed.shape[1])
+            # np.take on the table's rows: about 4x faster than lut[packed]
+            n, nb = packed.shape
+            out = np.take(lut, packed, axis=0).reshape(n, lut.shape[1] * nb)
             return out if out.shape[1] == n_features else out[:, :n_features]
         # float32 product, exactly as scaling decoded float32 levels would give
         levels = self._levels32 if scale == 1.0 else self._levels32 * np.float32(scale)

@@ -33,11 +33,24 @@ def pack_codes(codes: np.ndarray, bits: int) -> np.ndarray:
         return np.ascontiguousarray(codes)
     if bits == 1:
         return np.packbits(codes, axis=1, bitorder="little")
-    if 8 % bits == 0:  # 2 or 4: whole codes per byte, shift-or in uint8
+    if 8 % bits == 0:  # 2 or 4: whole codes per byte
         per = 8 // bits
         g = -(-m // per)
         if g * per != m:
             codes = np.pad(codes, ((0, 0), (0, g * per - m)))
+        codes = np.ascontiguousarray(codes)
+        # the `per` codes of a byte read as one little-endian word: shifts move code k to
+        # bits [k b, (k+1) b) of the low byte (codes < 2**b, so nothing else lands there)
+        if bits == 2:
+            w = codes.view("<u4")
+            x = w >> np.uint32(6)
+            x |= w
+            y = x >> np.uint32(12)
+            y |= x
+            return y.astype(np.uint8)
+        if bits == 4:
+            w = codes.view("<u2")
+            return (w | (w >> np.uint16(4))).astype(np.uint8)
         c = codes.reshape(n, g, per)
         out = c[:, :, 0].copy()
         for k in range(1, per):

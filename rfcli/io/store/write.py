@@ -11,18 +11,14 @@ from typing import Any
 
 import numpy as np
 import zarr
-from zarr.codecs import Crc32cCodec, ZstdCodec
 
 from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import OutputError, StoreError, UsageError, check_int, first_line
 from rfcli.io import location
+from rfcli.io.store.chunks import SAMPLE_ROWS, ChunkFiles, compressors_for
 from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, partial_path, store_chunk_rows
 from rfcli.io.store.read import FeatureStore
-
-
-def _compressors():
-    return [ZstdCodec(level=3), Crc32cCodec()]
 
 
 def prepare_output(path: str, overwrite: bool) -> None:
@@ -58,6 +54,16 @@ def _remove_zarr_temp_files(root: str) -> None:
         for f in files:
             if _ZARR_TEMP.search(f):
                 os.remove(os.path.join(r, f))
+
+
+def _write_rows(arr, files: ChunkFiles | None, start: int, data: np.ndarray, chunk_rows: int):
+    """Rows ``start ..`` of ``arr``: chunk files written directly when ``files`` and the rows
+    start a chunk (they then fill whole chunks, or end the array), else through zarr."""
+    if files is None or start % chunk_rows:
+        arr[start : start + len(data)] = data
+        return
+    for r in range(0, len(data), chunk_rows):
+        files.write((start + r) // chunk_rows, data[r : r + chunk_rows])
 
 
 def _id_column(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -106,6 +112,8 @@ class StoreWriter:
         self._buf: list[tuple[EncodedChunk, np.ndarray | None, dict]] = []
         self._buf_rows = 0
         self._arrays: dict[str, zarr.Array] = {}
+        self._specs: dict[str, tuple[tuple, Any]] = {}  # arrays created at their first write
+        self._files: dict[str, ChunkFiles | None] = {}
         try:
             self.group = zarr.open_group(self.tmp, mode="w")
         except OSError as e:
@@ -178,7 +186,7 @@ class StoreWriter:
         self._class_index = {c: i for i, c in enumerate(self.classes or [])}
         self.n_rows = int(meta.get("rows_committed", 0))
         self._buf, self._buf_rows = [], 0
-        self._arrays = {}
+        self._arrays, self._specs, self._files = {}, {}, {}
         names = ["codes", "norms", "row_scale", "label", *(f"ids/{k}" for k in self.id_names)]
         for name in names:
             if name in group:
@@ -189,20 +197,43 @@ class StoreWriter:
         return self
 
     def _new(self, name, tail_shape, dtype, chunk_cols=None):
-        shape = (0, *tail_shape)
-        chunks = (self.chunk_rows, *tail_shape)
-        self._arrays[name] = self.group.create_array(
-            name,
-            shape=shape,
-            chunks=chunks,
-            dtype=dtype,
-            compressors=_compressors(),
-            fill_value="" if dtype is str else 0,
-        )
+        """Declare an array; it is created at its first write, when a sample of its values
+        decides its compression (:func:`rfcli.io.store.chunks.compressors_for`)."""
+        self._specs[name] = (tuple(tail_shape), dtype)
+
+    def _dtype(self, name: str) -> np.dtype:
+        if name in self._arrays:
+            return self._arrays[name].dtype
+        return np.dtype(self._specs[name][1])
+
+    def _array(self, name: str, sample: np.ndarray | None, n_rows: int) -> zarr.Array:
+        """The array ``name`` with ``n_rows`` rows (created now if it is new)."""
+        if name not in self._arrays:
+            tail, dtype = self._specs.pop(name)
+            self._arrays[name] = self.group.create_array(
+                name,
+                shape=(n_rows, *tail),
+                chunks=(self.chunk_rows, *tail),
+                dtype=dtype,
+                compressors=compressors_for(None if dtype is str else sample),
+                fill_value="" if dtype is str else 0,
+            )
+        arr = self._arrays[name]
+        if arr.shape[0] != n_rows:
+            arr.resize((n_rows, *arr.shape[1:]))
+        return arr
+
+    def _put(self, name: str, arr: zarr.Array, start: int, data: np.ndarray) -> None:
+        """Rows ``start ..`` of an array: whole chunks straight to their files on a local
+        disk (:class:`rfcli.io.store.chunks.ChunkFiles`), otherwise through zarr."""
+        if name not in self._files:
+            where = os.path.join(self.tmp, name)
+            self._files[name] = None if self.remote else ChunkFiles.open(arr, where)
+        _write_rows(arr, self._files[name], start, data, self.chunk_rows)
 
     # -- labels and ids ------------------------------------------------------------------
     def _label_values(self, label: np.ndarray) -> np.ndarray:
-        if "label" not in self._arrays:
+        if "label" not in self._arrays and self.meta["label"] is None:
             if label.dtype == object:
                 kind, dtype = "category", np.int32
                 self.classes = []
@@ -210,7 +241,8 @@ class StoreWriter:
                 kind, dtype = "int", np.int64
             else:
                 kind, dtype = "float", np.float64
-            self._new("label", (), dtype)
+            if "label" not in self._specs:
+                self._new("label", (), dtype)
             self.meta["label"] = {"name": self.label_name, "kind": kind}
         if self.classes is not None:
             out = np.empty(len(label), dtype=np.int32)
@@ -221,13 +253,13 @@ class StoreWriter:
                     self.classes.append(v)
                 out[i] = code
             return out
-        return label.astype(self._arrays["label"].dtype)
+        return label.astype(self._dtype("label"))
 
     def _id_values(self, name: str, values: np.ndarray) -> np.ndarray:
         key = f"ids/{name}"
-        if key not in self._arrays:
+        if key not in self._arrays and key not in self._specs:
             self._new(key, (), str if values.dtype == object else values.dtype)
-        return _id_column(values, self._arrays[key].dtype)
+        return _id_column(values, self._dtype(key))
 
     # -- writing -------------------------------------------------------------------------
     def write(
@@ -250,7 +282,7 @@ class StoreWriter:
             "codes": cat(lambda b: b[0].packed),
             "norms": cat(lambda b: b[0].norms),
         }
-        if "row_scale" in self._arrays:
+        if self._buf[0][0].row_scale is not None:
             cols["row_scale"] = cat(lambda b: b[0].row_scale)
         if self._buf[0][1] is not None:
             cols["label"] = cat(lambda b: b[1])
@@ -259,9 +291,8 @@ class StoreWriter:
         start, stop = self.n_rows, self.n_rows + rows
         rest = []
         for name, data in cols.items():
-            arr = self._arrays[name]
-            arr.resize((stop, *arr.shape[1:]))
-            arr[start:stop] = data[:rows]
+            arr = self._array(name, data[:SAMPLE_ROWS], stop)  # the store's first rows
+            self._put(name, arr, start, data[:rows])
         total = cols["codes"].shape[0]
         if total > rows:
             tail = EncodedChunk(
@@ -303,10 +334,16 @@ class StoreWriter:
             if self.classes is not None:
                 self.classes = list(classes or [])
                 self._class_index = {c: i for i, c in enumerate(self.classes)}
+        # ``first`` holds the first SAMPLE_ROWS rows: their values decide each array's
+        # compression, as in the sequential writer
+        enc = self.encoder.encode_chunk(first.X, first.row0)
+        samples = {"codes": enc.packed, "norms": enc.norms, "row_scale": enc.row_scale}
+        if first.label is not None and self.label_name:
+            samples["label"] = self._label_values(first.label)
         for k, v in (first.ids or {}).items():
-            self._id_values(k, v[:1])
-        for arr in self._arrays.values():
-            arr.resize((n_rows, *arr.shape[1:]))
+            samples[f"ids/{k}"] = self._id_values(k, v)
+        for name in list(self._specs):
+            self._array(name, samples.get(name), n_rows)
         self.n_rows = 0
         self._checkpoint()  # records the label kind and classes for the tasks
 
@@ -366,6 +403,9 @@ class RegionWriter:
         names = [k for k in ("codes", "norms", "row_scale", "label") if k in self.group]
         names += [f"ids/{k}" for k in meta.get("ids", [])]
         self.arrays = {k: self.group[k] for k in names}
+        local = not location.is_url(tmp)
+        self.files = {k: ChunkFiles.open(a, os.path.join(tmp, k)) if local else None
+                      for k, a in self.arrays.items()}  # fmt: skip
         self._buf: dict[str, list[np.ndarray]] = {}
         self._row0: int | None = None
         self._rows = 0
@@ -404,7 +444,7 @@ class RegionWriter:
         r0 = self._row0
         for k, parts in self._buf.items():
             data = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            self.arrays[k][r0 : r0 + rows] = data[:rows]
+            _write_rows(self.arrays[k], self.files[k], r0, data[:rows], self.chunk_rows)
             self._buf[k] = [data[rows:]] if rows < len(data) else []
         self._row0, self._rows = r0 + rows, self._rows - rows
 

@@ -1,0 +1,111 @@
+"""Store chunks: the codecs an array gets (zstd only where it pays, always crc32c) and the
+writing of whole chunks straight to their files on a local disk.
+
+Zarr's own write path costs more than the bytes (measured: 0.65-0.85 s for 100 MB of codes
+through zarr, 0.28 s as plain files), and zstd gains nothing on b-bit Lloyd-Max codes,
+whose cells are near equiprobable (compression ratio 1.000, 0.16 s per 100 MB spent).  So:
+
+* :func:`compressors_for` decides per array from a sample of its first rows whether zstd
+  shrinks it by at least :data:`MIN_GAIN`; the choice is recorded in the array's
+  ``zarr.json`` like any Zarr codec chain (``bytes`` [+ ``zstd``] + ``crc32c``), so
+  zarr-python and every other Zarr v3 reader decode it.
+* :class:`ChunkFiles` encodes a whole chunk through that chain itself and writes it as
+  one file, at the key Zarr's default chunk-key encoding gives it
+  (``<array>/c/<i>[/0...]``).  Like zarr (``write_empty_chunks`` off) it writes no
+  chunk that is all fill value.  The bytes equal what zarr-python writes (tested).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+#: zstd is kept when it saves at least this fraction of an array's sample
+MIN_GAIN = 0.05
+#: the sample: an array's first rows (all of them in a smaller store), whatever the engine
+SAMPLE_ROWS = 1024
+ZSTD_LEVEL = 3
+
+
+def compressors_for(sample: np.ndarray | None) -> list:
+    """The bytes-to-bytes codecs of a new array: zstd (level 3) + crc32c, or crc32c alone
+    when zstd saves less than :data:`MIN_GAIN` of ``sample`` (None: keep zstd)."""
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    if sample is not None and sample.dtype.kind in "iufb" and sample.size:
+        from numcodecs.zstd import Zstd
+
+        raw = np.ascontiguousarray(sample).tobytes()
+        if len(Zstd(level=ZSTD_LEVEL).encode(raw)) > (1 - MIN_GAIN) * len(raw):
+            return [Crc32cCodec()]
+    return [ZstdCodec(level=ZSTD_LEVEL), Crc32cCodec()]
+
+
+class ChunkFiles:
+    """Writes whole chunks of one local Zarr v3 array (regular grid, default chunk keys,
+    codecs ``bytes`` [+ ``zstd``] + ``crc32c``) straight to files.  :meth:`open` returns
+    None for an array it does not handle (then write through zarr)."""
+
+    def __init__(self, array_dir: str, chunks: tuple[int, ...], dtype: np.dtype, zstd):
+        self.dir, self.chunks, self.dtype, self.zstd = array_dir, chunks, dtype, zstd
+
+    @classmethod
+    def open(cls, array, array_dir: str) -> ChunkFiles | None:
+        from zarr.codecs import BytesCodec, Crc32cCodec, ZstdCodec
+
+        meta = array.metadata
+        key = getattr(meta, "chunk_key_encoding", None)
+        if getattr(meta, "zarr_format", None) != 3 or getattr(key, "name", None) != "default":
+            return None
+        if getattr(key, "separator", None) != "/" or array.dtype.kind not in "iufb":
+            return None
+        codecs = list(meta.codecs)
+        if len(codecs) not in (2, 3) or not isinstance(codecs[0], BytesCodec):
+            return None
+        if not isinstance(codecs[-1], Crc32cCodec):
+            return None
+        zstd = None
+        if len(codecs) == 3:
+            if not isinstance(codecs[1], ZstdCodec):
+                return None
+            from numcodecs.zstd import Zstd
+
+            zstd = Zstd(level=codecs[1].level, checksum=codecs[1].checksum)
+        if array.dtype.itemsize > 1 and array.dtype.byteorder == ">":
+            return None
+        fill = array.metadata.fill_value
+        if fill is None or np.asarray(fill).item() != 0:
+            return None
+        return cls(array_dir, tuple(array.chunks), array.dtype, zstd)
+
+    def encode(self, data: np.ndarray) -> tuple[bytes, bytes] | None:
+        """The stored bytes of one chunk as (body, crc32c), ``data`` being no larger than
+        the chunk shape (the rest is fill value); None when the chunk is all fill value
+        (not stored)."""
+        if data.shape != self.chunks:
+            full = np.zeros(self.chunks, dtype=self.dtype)
+            full[tuple(slice(0, s) for s in data.shape)] = data
+            data = full
+        buf = np.ascontiguousarray(data, dtype=self.dtype.newbyteorder("<"))
+        if not buf.any():
+            return None
+        raw = buf.tobytes()
+        if self.zstd is not None:
+            raw = self.zstd.encode(raw)
+        import google_crc32c
+
+        return raw, np.uint32(google_crc32c.value(raw)).astype("<u4").tobytes()
+
+    def write(self, index: int, data: np.ndarray) -> None:
+        """Store chunk ``(index, 0, ...)`` (``data``: its rows, at most a chunk's)."""
+        path = os.path.join(self.dir, "c", str(index), *("0" for _ in self.chunks[1:]))
+        body = self.encode(data)
+        if body is None:
+            if os.path.exists(path):
+                os.remove(path)
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(body[0])
+            f.write(body[1])

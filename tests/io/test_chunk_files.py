@@ -1,0 +1,77 @@
+"""Store chunks written straight to files: the same bytes zarr-python writes, a codec chain
+chosen per array from a sample, and stores that plain zarr-python reads."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import zarr
+
+from rfcli.io.store import FeatureStore
+from rfcli.io.store.chunks import SAMPLE_ROWS, ChunkFiles, compressors_for
+from tests.helpers import run, write_parquet
+
+
+def _files(root) -> dict[str, bytes]:
+    out = {}
+    for r, _, fs in os.walk(root):
+        for f in fs:
+            p = os.path.join(r, f)
+            if f != "zarr.json":
+                out[os.path.relpath(p, root)] = open(p, "rb").read()
+    return out
+
+
+@pytest.mark.parametrize("zstd", [True, False])
+@pytest.mark.parametrize(
+    "dtype,tail", [(np.uint8, (24,)), (np.float32, ()), (np.int64, ()), (np.float64, (3,))]
+)
+def test_chunk_files_are_the_bytes_zarr_writes(tmp_path, dtype, tail, zstd):
+    rng = np.random.default_rng(0)
+    n, chunk = 1000, 128  # 7 whole chunks and a partial last one
+    data = (rng.integers(0, 200, (n, *tail)) if dtype in (np.uint8, np.int64)
+            else rng.normal(size=(n, *tail))).astype(dtype)  # fmt: skip
+    data[128:256] = 0  # an all-fill chunk: not stored by either
+    comp = compressors_for(None if zstd else rng.integers(0, 256, 4096, dtype=np.uint8))
+    assert len(comp) == (2 if zstd else 1)
+    arrays = {}
+    for side in ("zarr", "direct"):
+        g = zarr.open_group(os.fspath(tmp_path / side), mode="w")
+        arrays[side] = g.create_array("a", shape=(n, *tail), chunks=(chunk, *tail), dtype=dtype,
+                                      compressors=comp, fill_value=0)  # fmt: skip
+    arrays["zarr"][:] = data
+    files = ChunkFiles.open(arrays["direct"], os.fspath(tmp_path / "direct" / "a"))
+    assert files is not None
+    for i in range(0, n, chunk):
+        files.write(i // chunk, data[i : i + chunk])
+    a, b = _files(tmp_path / "zarr"), _files(tmp_path / "direct")
+    assert a == b and len(a) == 7
+    np.testing.assert_array_equal(zarr.open_array(os.fspath(tmp_path / "direct" / "a"))[:], data)
+
+
+def test_compression_is_kept_only_where_it_pays():
+    rng = np.random.default_rng(1)
+    uniform = rng.integers(0, 256, 1 << 16, dtype=np.uint8)  # near-uniform codes
+    skewed = rng.choice(np.uint8([0, 1]), 1 << 16, p=[0.9, 0.1]).astype(np.uint8)
+    assert [c.to_dict()["name"] for c in compressors_for(uniform)] == ["crc32c"]
+    assert [c.to_dict()["name"] for c in compressors_for(skewed)] == ["zstd", "crc32c"]
+
+
+def test_encoded_store_is_plain_zarr(tmp_path):
+    rng = np.random.default_rng(2)
+    n, d = 3000, 8
+    X = rng.normal(size=(n, d))
+    src = write_parquet(tmp_path / "in.parquet", **{f"x{j}": X[:, j] for j in range(d)},
+                        y=(X[:, 0] > 0).astype(np.int64))  # fmt: skip
+    out = tmp_path / "s.rff.zarr"
+    run(src, out, chunk_rows=700, label="y", n_features=256, bits=2, store_chunk_rows=1024)
+    g = zarr.open_group(os.fspath(out), mode="r")
+    names = {k: [c.to_dict()["name"] for c in g[k].metadata.codecs] for k in ("codes", "label")}
+    assert names == {"codes": ["bytes", "crc32c"], "label": ["bytes", "zstd", "crc32c"]}
+    st = FeatureStore(os.fspath(out))
+    codes = np.concatenate([c.packed for c in st.iter_encoded(1024)])
+    np.testing.assert_array_equal(g["codes"][:], codes)
+    np.testing.assert_array_equal(g["label"][:], (X[:, 0] > 0).astype(np.int64))
+    assert SAMPLE_ROWS <= 1024  # the smallest store chunk holds the whole sample
