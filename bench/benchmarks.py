@@ -1,7 +1,8 @@
-"""rfcli side by side with scikit-learn: encode speed and its GEMM roofline, training time
-and memory, and memory as the rows grow (issue 6).
+"""rfcli side by side with scikit-learn: start-up, encode against RBFSampler and the floor,
+KRR against Ridge, model selection against GridSearchCV (bench/speed.py), the trig-free
+quantization, and memory as the rows grow.
 
-    python bench/benchmarks.py [--quick] [--only machine,encode,roofline,train,scale]
+    python bench/benchmarks.py [--quick] [--only machine,startup,encode,krr,select,trigfree,scale]
 
 Every comparison is a ratio measured in the same run on the same machine (times are the
 best of a few repetitions; peak memory is each process's own VmHWM, in a fresh
@@ -16,7 +17,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,9 +29,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+import speed  # noqa: E402
 from cli_peak import run_cli  # noqa: E402
-
-from rfcli.jobs.encode import EncodeSettings, ReadSettings, encode  # noqa: E402
+from speed_doc import speed_doc, targets_doc  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench")
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
@@ -113,105 +113,6 @@ def machine():
     }
 
 
-# -- encode -------------------------------------------------------------------------------
-def encode_section(work, sets, ms, bits, reps):
-    """rfcli encode end to end (Parquet in, compressed store out, in process) against
-    RBFSampler(n_components=m).fit(X).transform(X) on the same rows already in memory."""
-    from sklearn.kernel_approximation import RBFSampler
-
-    rows = []
-    for name, path, label, norm in sets:
-        X, _ = load_matrix(path, label)
-        if norm:
-            X /= np.linalg.norm(X, axis=1, keepdims=True)
-        n, d = X.shape
-        from rfcli.maps.bandwidth import median_heuristic
-
-        gamma = median_heuristic(X[:1000])
-        for m in ms:
-
-            def rbf_run(m=m, X=X, g=gamma):
-                return RBFSampler(gamma=g, n_components=m, random_state=0).fit(X).transform(X)
-
-            rbf = best_of(rbf_run, reps)
-            for b in bits:
-                out = os.path.join(work, f"{name}.m{m}.b{b}.zarr")
-                es = EncodeSettings(n_features=m, bits=b, normalize_rows=norm, gamma=gamma)
-
-                def run(out=out, es=es, path=path, label=label):
-                    return encode(path, out, es, ReadSettings(label=label), threads=THREADS,
-                                  overwrite=True)  # fmt: skip
-
-                run()
-                secs = best_of(run, reps)
-                row = {
-                    "set": name,
-                    "rows": n,
-                    "d": d,
-                    "m": m,
-                    "bits": b,
-                    "rfcli_rows_per_s": n / secs,
-                    "rbfsampler_rows_per_s": n / rbf,
-                    "speedup": rbf / secs,
-                    "store_bytes": _du(out),
-                }
-                print(json.dumps(row), flush=True)
-                rows.append(row)
-                shutil.rmtree(out, ignore_errors=True)
-    return rows
-
-
-def _du(path):
-    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
-
-
-def roofline_section(work, path, label, m=8192, b=2, reps=3):
-    """The projection's share of the hardware: numpy float32 GEMM FLOP rate for the
-    encoder's block shape (256 x d times d x m) and for one large product, against the
-    GEMM FLOPs per second that encode (end to end, and its map step alone) achieves."""
-    from rfcli.encoder import BLOCK_ROWS
-
-    X, _ = load_matrix(path, label)
-    n, d = X.shape
-    rng = np.random.default_rng(0)
-    W = rng.standard_normal((d, m)).astype(np.float32)
-    X32 = X.astype(np.float32)
-    flops = 2.0 * n * d * m
-    big = best_of(lambda: X32 @ W, reps)
-    blocks = best_of(lambda: [X32[i : i + BLOCK_ROWS] @ W for i in range(0, n, BLOCK_ROWS)], reps)
-    out = os.path.join(work, "roof.zarr")
-    es = EncodeSettings(n_features=m, bits=b, gamma=1.0 / d)
-
-    def run():
-        return encode(path, out, es, ReadSettings(label=label), threads=THREADS, overwrite=True)
-
-    enc = run()
-    e2e = best_of(run, reps)
-    fmap = enc.encoder.fmap
-
-    def map_only():
-        for i in range(0, n, BLOCK_ROWS):
-            fmap.transform_raw(X32[i : i + BLOCK_ROWS])
-
-    mapping = best_of(map_only, reps)
-    shutil.rmtree(out, ignore_errors=True)
-    row = {
-        "rows": n,
-        "d": d,
-        "m": m,
-        "bits": b,
-        "gemm_gflops_one_product": flops / big / 1e9,
-        "gemm_gflops_256_row_blocks": flops / blocks / 1e9,
-        "map_step_gflops": flops / mapping / 1e9,
-        "encode_gflops": flops / e2e / 1e9,
-        "encode_rows_per_s": n / e2e,
-        "encode_fraction_of_gemm": big / e2e,
-        "map_fraction_of_gemm": big / mapping,
-    }
-    print(json.dumps(row), flush=True)
-    return row
-
-
 def trigfree_section(m=2048, b=2, reps=50):
     """The trig-free encoding (docs/methods.md, Quantizers) against cos + border comparisons
     on one 256-row block of phases: code = #{i: psi < arccos t_i}, psi = |theta - 2 pi round(theta / 2 pi)|,
@@ -254,112 +155,6 @@ def trigfree_section(m=2048, b=2, reps=50):
     return row
 
 
-# -- train --------------------------------------------------------------------------------
-_SKLEARN = """
-import sys, time, json, numpy as np
-X = np.load(sys.argv[1]); y = np.load(sys.argv[2]); Xt = np.load(sys.argv[3]); yt = np.load(sys.argv[4])
-kind, param = sys.argv[5], float(sys.argv[6])
-t0 = time.perf_counter()
-if kind == "ridge":
-    from sklearn.linear_model import Ridge
-    model = Ridge(alpha=param, solver="cholesky").fit(X, y)
-    score = float(np.mean((model.predict(Xt) - yt) ** 2))
-else:
-    from sklearn.svm import LinearSVC
-    model = LinearSVC(C=param, dual=False, tol=1e-4).fit(X, y)
-    score = float(np.mean(model.predict(Xt) == yt))
-secs = time.perf_counter() - t0
-hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0].split()[1]
-print(json.dumps({"seconds": secs, "score": score, "peak_mib": int(hwm) / 1024}))
-"""
-
-_BASELINE = """
-import numpy, scipy, zarr, pyarrow, rfcli.cli, rfcli.jobs.train
-hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0].split()[1]
-print(int(hwm) / 1024)
-"""
-
-
-def sklearn_fit(kind, param, X, y, Xt, yt, work):
-    files = []
-    for name, a in (("X", X), ("y", y), ("Xt", Xt), ("yt", yt)):
-        f = os.path.join(work, f"{name}.npy")
-        np.save(f, a)
-        files.append(f)
-    p = subprocess.run(
-        [sys.executable, "-c", _SKLEARN, *files, kind, str(param)], capture_output=True, text=True
-    )
-    if p.returncode:
-        raise SystemExit(p.stderr)
-    for f in files:
-        os.remove(f)
-    return json.loads(p.stdout)
-
-
-def decoded(store):
-    from rfcli import FeatureStore
-
-    st = FeatureStore(store)
-    F = np.concatenate([f for _, f in st.iter_features()]).astype(np.float64)
-    return F, st.labels()
-
-
-def train_section(work, cases):
-    """rfcli KRR/SVM from a 2-bit store (CLI, fresh process) against scikit-learn Ridge
-    (cholesky) / LinearSVC on the same decoded features as float64 in memory."""
-    base = float(subprocess.run([sys.executable, "-c", _BASELINE], capture_output=True,
-                                text=True).stdout)  # fmt: skip
-    rows = []
-    for name, train_path, test_path, label, norm, task, m in cases:
-        tr, te = os.path.join(work, "tr.zarr"), os.path.join(work, "te.zarr")
-        extra = ["--normalize-rows"] if norm else ["--standardize"]
-        run_cli("encode", train_path, "-o", tr, "--label", label, "-m", m, "-b", 2, *extra,
-                "--overwrite")  # fmt: skip
-        run_cli("encode", test_path, "-o", te, "--like", tr, "--overwrite")
-        F, y = decoded(tr)
-        Ft, yt = decoded(te)
-        model = os.path.join(work, "model.npz")
-        if task == "regression":
-            # the same absolute penalty on the centred Gram matrix for both
-            alpha = 1e-3 * float(((F - F.mean(0)) ** 2).sum()) / F.shape[1]
-            secs, peak = run_cli("train", tr, "--model", "krr", "--alpha", alpha, "-o", model,
-                                 "--overwrite")  # fmt: skip
-            from rfcli.jobs.evaluate import evaluate
-
-            score = evaluate(model, te)["mse"]
-            sk = sklearn_fit("ridge", alpha, F, y, Ft, yt, work)
-            metric = "mse"
-        else:
-            C = 1.0
-            secs, peak = run_cli("train", tr, "--model", "svm", "-C", C, "-o", model,
-                                 "--overwrite")  # fmt: skip
-            from rfcli.jobs.evaluate import evaluate
-
-            score = evaluate(model, te)["accuracy"]
-            sk = sklearn_fit("svm", C, F, y, Ft, yt, work)
-            metric = "accuracy"
-        row = {
-            "set": name,
-            "rows": len(F),
-            "m": m,
-            "model": "krr" if task == "regression" else "svm",
-            "metric": metric,
-            "rfcli_seconds": secs,
-            "rfcli_peak_mib": peak,
-            "rfcli_score": score,
-            "sklearn_seconds": sk["seconds"],
-            "sklearn_peak_mib": sk["peak_mib"],
-            "sklearn_score": sk["score"],
-            "baseline_mib": base,
-            "store_bytes": _du(tr),
-        }
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-        for p in (tr, te):
-            shutil.rmtree(p, ignore_errors=True)
-    return rows
-
-
 # -- scale --------------------------------------------------------------------------------
 def scale_section(work, sizes, m=256, d=16, previous=None):
     rows = []
@@ -386,7 +181,7 @@ def scale_section(work, sizes, m=256, d=16, previous=None):
             "krr_peak_mib": p_krr,
             "svm10_seconds": t_svm,
             "svm10_peak_mib": p_svm,
-            "store_bytes": _du(store),
+            "store_bytes": speed._du(store),
             "float32_bytes": n * m * 4,
         }
         if n == sizes[0]:
@@ -424,45 +219,7 @@ def write_doc(res):
             f"{blas}. rfcli encodes with {THREADS} threads.",
             "",
         ]
-    if res.get("encode"):
-        L += [
-            "## Encode: rfcli end to end vs RBFSampler.transform alone",
-            "",
-            "rfcli: read Parquet, preprocess, project (float32 GEMM), cos, quantize, pack,",
-            "compress (zstd) and write the Zarr store, in process. scikit-learn:",
-            "`RBFSampler(n_components=m).fit(X).transform(X)` on the same rows already in memory",
-            "as float64 (no I/O, no quantization). Best of 3.",
-            "",
-            "| data | rows x d | m | b | rfcli rows/s | RBFSampler rows/s | rfcli / RBFSampler | store MB |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for r in res["encode"]:
-            L.append(
-                f"| {r['set']} | {r['rows']:,} x {r['d']} | {r['m']} | {r['bits']} | "
-                f"{r['rfcli_rows_per_s']:,.0f} | {r['rbfsampler_rows_per_s']:,.0f} | "
-                f"{r['speedup']:.2f}x | {r['store_bytes'] / 1e6:.2f} |"
-            )
-        L.append("")
-    if res.get("roofline"):
-        r = res["roofline"]
-        L += [
-            "## Roofline: the projection against numpy's GEMM",
-            "",
-            f"{r['rows']:,} rows, d = {r['d']}, m = {r['m']}, b = {r['bits']}; FLOPs = 2 n d m.",
-            "",
-            "| what | GFLOP/s | fraction of one big GEMM |",
-            "|---|---|---|",
-            f"| numpy float32 GEMM, one (n x d)(d x m) product | "
-            f"{r['gemm_gflops_one_product']:.1f} | 1 |",
-            f"| numpy float32 GEMM in encode's 256-row blocks | "
-            f"{r['gemm_gflops_256_row_blocks']:.1f} | "
-            f"{r['gemm_gflops_256_row_blocks'] / r['gemm_gflops_one_product']:.2f} |",
-            f"| encode's map step (GEMM + phase + cos, 256-row blocks, 1 thread) | "
-            f"{r['map_step_gflops']:.1f} | {r['map_fraction_of_gemm']:.2f} |",
-            f"| encode end to end ({THREADS} threads, I/O, quantize, pack, compress) | "
-            f"{r['encode_gflops']:.1f} | {r['encode_fraction_of_gemm']:.2f} |",
-            "",
-        ]
+    L += speed_doc(res)
     if res.get("trigfree"):
         r = res["trigfree"]
         L += [
@@ -483,31 +240,6 @@ def write_doc(res):
             "(float32 rounding of the reduction against cos); encode keeps cos.",
             "",
         ]
-    if res.get("train"):
-        L += [
-            "## Training from a 2-bit store vs scikit-learn on float64 features in memory",
-            "",
-            "rfcli: the CLI in a fresh process (time includes its ~0.6 s start-up and the",
-            "store reads; peak RSS includes the interpreter and libraries, about "
-            f"{res['train'][0]['baseline_mib']:.0f} MiB). scikit-learn: fit time only, on the",
-            "decoded features loaded as a float64 array; peak RSS of its process. Same alpha",
-            "(Ridge, solver='cholesky') or C (LinearSVC, squared hinge, primal).",
-            "",
-            "| data | rows | m | model | rfcli s | sklearn s | rfcli peak MiB | sklearn peak MiB | "
-            "memory ratio (above baseline) | rfcli | sklearn |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in res["train"]:
-            b = r["baseline_mib"]
-            ratio = (r["sklearn_peak_mib"] - b) / max(r["rfcli_peak_mib"] - b, 1)
-            fmt = "{:.4f}" if r["metric"] == "accuracy" else "{:.5g}"
-            L.append(
-                f"| {r['set']} | {r['rows']:,} | {r['m']} | {r['model']} | "
-                f"{r['rfcli_seconds']:.1f} | {r['sklearn_seconds']:.1f} | "
-                f"{r['rfcli_peak_mib']:.0f} | {r['sklearn_peak_mib']:.0f} | {ratio:.1f}x | "
-                f"{r['metric']} {fmt.format(r['rfcli_score'])} | {fmt.format(r['sklearn_score'])} |"
-            )
-        L.append("")
     if res.get("scale"):
         L += [
             "## Scale: peak memory as the rows grow",
@@ -536,63 +268,16 @@ def write_doc(res):
                 f"({first['float32_parquet_bytes'] / first['store_bytes']:.1f}x larger).",
             ]
         L.append("")
-    L += targets_section(res)
+    L += targets_doc(res)
     if os.path.exists(os.path.join(ROOT, "docs", "profile.md")):
         L += ["Where the time goes: [profile.md](profile.md).", ""]
     with open(DOC, "w") as f:
         f.write("\n".join(L))
 
 
-def targets_section(res) -> list[str]:
-    """The issue's targets, checked against this run's numbers."""
-    out = ["## Against the targets", ""]
-    enc = [r for r in res.get("encode", []) if r["m"] == 2048 and r["bits"] == 2]
-    if enc:
-        out.append(
-            "* Encode end to end at m = 2048, b = 2, 2 threads: "
-            + ", ".join(f"{r['set']} {r['speedup']:.2f}x" for r in enc)
-            + " the rows/s of RBFSampler.transform alone (target: at least 1.5x)."
-        )
-    roof = res.get("roofline")
-    if roof:
-        out.append(
-            f"* The projection (encode's map step) at m = {roof['m']}, d = {roof['d']} runs at "
-            f"{roof['map_fraction_of_gemm']:.2f} of numpy's one-product GEMM rate (target: at "
-            f"least half); encode end to end, which also quantizes, packs, compresses and "
-            f"writes, reaches {roof['encode_fraction_of_gemm']:.2f} of it."
-        )
-    sc = res.get("scale", [])
-    if len(sc) >= 2:
-        parts = []
-        for a, b in zip(sc, sc[1:], strict=False):
-            g = [
-                100 * (b[k] / a[k] - 1)
-                for k in ("encode_peak_mib", "krr_peak_mib", "svm10_peak_mib")
-            ]
-            parts.append(
-                f"{a['rows']:,} -> {b['rows']:,} rows: encode {g[0]:+.1f}%, KRR {g[1]:+.1f}%, "
-                f"SVM {g[2]:+.1f}%"
-            )
-        out.append("* Peak RSS growth per 10x rows (target: below 10%): " + "; ".join(parts) + ".")
-    tr = [r for r in res.get("train", []) if r["model"] == "krr"]
-    for r in tr:
-        b = r["baseline_mib"]
-        out.append(
-            f"* KRR from the 2-bit store ({r['rows']:,} rows, m = {r['m']}): "
-            f"{r['sklearn_seconds'] / r['rfcli_seconds']:.2f}x the speed of Ridge "
-            f"(cholesky) on float64 features in memory, "
-            f"{r['sklearn_peak_mib'] / r['rfcli_peak_mib']:.0f}x less peak memory "
-            f"({(r['sklearn_peak_mib'] - b) / (r['rfcli_peak_mib'] - b):.0f}x above the "
-            f"interpreter's baseline), same test MSE to 7 digits (targets: at least as fast, "
-            "at most 1/8 of the memory, equal accuracy)."
-        )
-    out.append("")
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="machine,encode,roofline,trigfree,train,scale")
+    ap.add_argument("--only", default="machine,startup,encode,krr,select,trigfree,scale")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
@@ -600,35 +285,37 @@ def main():
     res = json.load(open(path)) if os.path.exists(path) else {}
     work = tempfile.mkdtemp(prefix="rfcli-bench-")
     q = args.quick
-    synth64 = synthetic(os.path.join(OUT, f"synth-d64-{20_000 if q else 200_000}.parquet"),
-                        20_000 if q else 200_000, 64)  # fmt: skip
-    letter = (os.path.join(DATA, "letter.train.parquet"), os.path.join(DATA,
-              "letter.test.parquet"))  # fmt: skip
+    n64 = 20_000 if q else 200_000
+    synth64 = synthetic(os.path.join(OUT, f"synth-d64-{n64}.parquet"), n64, 64)
+
+    def data(name):
+        return os.path.join(DATA, f"{name}.train.parquet"), os.path.join(
+            DATA, f"{name}.test.parquet"
+        )
+
     try:
         for part in args.only.split(","):
             if part == "machine":
                 res["machine"] = machine()
+            elif part == "startup":
+                res["startup"] = speed.startup_section()
             elif part == "encode":
-                sets = [("letter", letter[0], "label", True), ("synthetic", os.path.join(
-                    OUT, "synth-enc.parquet"), "y", False)]  # fmt: skip
-                synthetic(sets[1][1], 5_000 if q else 30_000, 64, seed=2)
-                res["encode"] = encode_section(
-                    work, sets, [512, 2048] if q else [512, 2048, 8192], [1, 2, 4], 1 if q else 3
-                )
+                res["encode"] = speed.encode_section(synth64, "y", work, reps=1 if q else 3)
+            elif part == "krr":
+                store = os.path.join(work, "krr.zarr")
+                run_cli("encode", synth64, "-o", store, "--label", "y", "-m", 2048, "-b", 2,
+                        "--gamma", 0.01, "--overwrite")  # fmt: skip
+                res["krr"] = speed.krr_section(store, work)
+                shutil.rmtree(store, ignore_errors=True)
+            elif part == "select":
+                cases = [
+                    ("letter", *data("letter"), "label", ["--normalize-rows"], "svm", 1024),
+                    ("optdigits", *data("optdigits"), "label", ["--standardize"], "svm", 1024),
+                    ("diamonds", *data("diamonds"), "y", ["--standardize"], "krr", 1024),
+                ]
+                res["select"] = [speed.selection_section(*c, work) for c in cases[: 1 if q else 3]]
             elif part == "trigfree":
                 res["trigfree"] = trigfree_section()
-            elif part == "roofline":
-                res["roofline"] = roofline_section(work, synth64, "y", m=2048 if q else 8192)
-            elif part == "train":
-                synth_test = synthetic(os.path.join(OUT, "synth-d64-test.parquet"), 20_000, 64,
-                                       seed=5)  # fmt: skip
-                res["train"] = train_section(
-                    work,
-                    [
-                        ("letter", *letter, "label", True, "classification", 2048),
-                        ("synthetic d=64", synth64, synth_test, "y", False, "regression", 2048),
-                    ],
-                )
             elif part == "scale":
                 res["scale"] = scale_section(
                     work,
@@ -636,7 +323,7 @@ def main():
                     previous=None if q else res.get("scale"),
                 )
             with open(path, "w") as f:
-                json.dump(res, f, indent=1)
+                json.dump(res, f, indent=1, default=str)
             write_doc(res)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -113,7 +113,8 @@ from rfcli.quantize import DESIGNABLE
     "--threads",
     type=click.IntRange(min=1),
     default=None,
-    help="Worker threads (default: min(4, cores)).",
+    help="Cores to use: worker threads, one BLAS thread each (default: the available "
+    "cores, at most 8).",
 )
 @click.option(
     "--format",

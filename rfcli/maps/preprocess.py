@@ -118,6 +118,8 @@ class Preprocessor:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
+        if not (self.standardize or self.normalize_rows):
+            return np.asarray(X, dtype=np.float64)  # nothing to do: no copy
         X = np.array(X, dtype=np.float64, copy=True)
         if self.standardize:
             X -= self.mean_

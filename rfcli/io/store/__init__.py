@@ -4,7 +4,8 @@ Layout of a store ``S``::
 
     S/zarr.json            group attributes["rfcli"]: format, version, encoder config,
                            layout, label/id info, row count, completion marker
-    S/codes                uint8 (n, row_bytes), chunked by rows, zstd + crc32c
+    S/codes                uint8 (n, row_bytes), chunked by rows, crc32c (zstd where it
+                           pays: rfcli.io.store.chunks)
     S/norms                float32 (n,)  ||Q(z)|| per row (normalized estimator)
     S/row_scale            float32 (n,)  input row norms (only maps that need them)
     S/label                the target column (int64 / float64 / int32 class codes)

@@ -4,7 +4,7 @@ Checks, in order: the metadata parses and names a known format version with its
 completion marker; the encoder loads and its fingerprint matches the recorded one; the
 layout (row bytes, bits, code layout) matches the encoder's quantizer; every array has
 ``n_rows`` rows and the right width; every chunk file the shape implies exists (Zarr would
-silently read a missing chunk as zeros) and decodes (zstd + crc32c: a flipped byte fails
+silently read a missing chunk as zeros) and decodes (crc32c: a flipped byte fails
 its checksum); stored row norms equal the norms of the decoded codes; labels and trit
 bytes are in range.
 """

@@ -1,0 +1,205 @@
+"""docs/benchmarks.md sections for bench/speed.py's results (start-up, encode, KRR, model
+selection) and the targets they are checked against."""
+
+from __future__ import annotations
+
+
+def _cpu(r) -> str:
+    return f"{r['wall']:.2f} s ({r['cpu']:.2f} CPU-s)"
+
+
+NUMPY = "python -c 'import numpy'"
+
+
+def startup_doc(st) -> list[str]:
+    base = st[NUMPY]
+    L = ["## Start-up", "", "Fresh processes, best of 7.", "",
+         "| command | seconds | / import numpy |", "|---|---|---|"]  # fmt: skip
+    for name, secs in st.items():
+        L.append(f"| `{name}` | {secs:.3f} | {secs / base:.2f}x |")
+    return [*L, ""]
+
+
+def encode_doc(e) -> list[str]:
+    n, r, one = e["rows"], e["rfcli"], e["rfcli_threads1"]
+    r32, r64, fl = e["rbf32"], e["rbf64"], e["floor"]
+    cores = e["threads"]
+    floor_s = fl["sum"] / cores
+    L = [
+        "## Encode: the CLI end to end against RBFSampler, and against the floor",
+        "",
+        f"{n:,} x {fl['d']} float32 rows (synthetic Parquet), m = {e['m']}, b = {e['bits']}, "
+        f"gamma = 0.01. rfcli: `rfcli encode IN -o OUT -m {e['m']} -b {e['bits']} --threads "
+        f"{cores}` as a fresh process: start-up, Parquet read, GEMM, cos, quantize, pack, "
+        "crc32c and the store's files, best of 3. scikit-learn: "
+        "`RBFSampler(n_components=m).fit(X).transform(X)` on the rows already in memory "
+        "(no I/O, no quantization, BLAS on every core), in fresh processes: the first call "
+        "(what a script pays; the output's pages are new) and the best of 3 repeated calls "
+        "in one process.",
+        "",
+        "| what | wall s | CPU s | rows/s | rfcli / it (rows/s) |",
+        "|---|---|---|---|---|",
+        f"| rfcli encode, {cores} threads, as a process | {r['wall']:.2f} | {r['cpu']:.2f} | "
+        f"{n / r['wall']:,.0f} | 1 |",
+        f"| rfcli encode, 1 thread, as a process | {one['wall']:.2f} | {one['cpu']:.2f} | "
+        f"{n / one['wall']:,.0f} | {one['wall'] / r['wall']:.2f}x |",
+    ]
+    for label, rb in (("float32", r32), ("float64 input (float64 output)", r64)):
+        L.append(
+            f"| RBFSampler {label}, first call | {rb['first_wall']:.2f} | {rb['first_cpu']:.2f} "
+            f"| {n / rb['first_wall']:,.0f} | {rb['first_wall'] / r['wall']:.2f}x |"
+        )
+        L.append(
+            f"| RBFSampler {label}, repeated call | {rb['warm_wall']:.2f} | {rb['warm_cpu']:.2f} "
+            f"| {n / rb['warm_wall']:,.0f} | {rb['warm_wall'] / r['wall']:.2f}x |"
+        )
+    L += [
+        "",
+        f"Store: {e['store_bytes'] / 1e6:.1f} MB; the float32 features would be "
+        f"{n * e['m'] * 4 / 1e6:,.0f} MB.",
+        "",
+        "**The floor**: each step the encode cannot avoid, alone on one core, on the same rows "
+        f"(best of 3); the floor is their sum spread over the {cores} cores.",
+        "",
+        "| step | seconds (1 core) |",
+        "|---|---|",
+    ]
+    L += [f"| {k} | {v:.3f} |" for k, v in fl["steps"].items()]
+    L += [
+        f"| sum | {fl['sum']:.3f} |",
+        f"| floor on {cores} cores | {floor_s:.3f} |",
+        "",
+        f"The encode as a process (start-up included) runs at {floor_s / r['wall']:.0%} of the "
+        f"floor; with 1 thread it uses {one['cpu'] / one['wall']:.2f} CPU-seconds per "
+        "wall-second.",
+        "",
+    ]
+    return L
+
+
+def krr_doc(k) -> list[str]:
+    o, s = k["rfcli"], k["ridge"]
+    return [
+        "## KRR from a 2-bit store against Ridge on float32 features in memory",
+        "",
+        f"{k['rows']:,} rows, m = {k['m']}, alpha = 1. rfcli: `rfcli train STORE --model krr "
+        "--alpha 1` as a fresh process (start-up, store reads, decoding, the solve). "
+        "scikit-learn: `Ridge(alpha=1, solver='cholesky').fit(F, y)` on the same decoded "
+        "features as a float32 array (the fit alone is timed; its peak RSS includes the "
+        "array, which it needs).",
+        "",
+        "| | wall s | CPU s | peak MiB | train MSE |",
+        "|---|---|---|---|---|",
+        f"| rfcli | {o['wall']:.2f} | {o['cpu']:.2f} | {o['peak_mib']:.0f} | {o['train_mse']:.6g} |",
+        f"| Ridge (float32) | {s['wall']:.2f} | {s['cpu']:.2f} | {s['peak_mib']:.0f} | "
+        f"{s['train_mse']:.6g} |",
+        "",
+        f"rfcli: {s['wall'] / o['wall']:.2f}x Ridge's speed at "
+        f"1/{s['peak_mib'] / o['peak_mib']:.1f} of its peak memory.",
+        "",
+    ]
+
+
+def select_doc(rows) -> list[str]:
+    L = [
+        "## Model selection: rfcli's default against GridSearchCV(cv=5)",
+        "",
+        "rfcli: `rfcli train STORE --model svm|krr` with its defaults (5-fold cross-"
+        "validation over its grid, then a refit on all rows), as a fresh process. "
+        "scikit-learn: `GridSearchCV(LinearSVC(dual=True), {'C': [0.01, 0.1, 1, 10, 100]}, "
+        "cv=5)` or `GridSearchCV(Ridge(solver='cholesky'), {'alpha': rfcli's grid}, cv=5)` "
+        "(refit) on the same decoded float32 features in memory, fit alone. Test scores on "
+        "the test split.",
+        "",
+        "| data | model | m | rfcli s (CPU) | scikit-learn s (CPU) | speed-up | rfcli test | "
+        "scikit-learn test | rfcli choice | scikit-learn choice | rfcli passes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        o, s = r["rfcli"], r["sklearn"]
+        rep = o["report"]
+        choice = rep.get("C", rep.get("alpha"))
+        fmt = "{:.4f}" if r["model"] == "svm" else "{:.5g}"
+        L.append(
+            f"| {r['set']} | {r['model']} | {r['m']} | {_cpu(o)} | {_cpu(s)} | "
+            f"{s['wall'] / o['wall']:.1f}x | {fmt.format(o['score'])} | "
+            f"{fmt.format(s['score'])} | {choice:.4g} | {s.get('best')} | "
+            f"{rep.get('passes', '')} |"
+        )
+    return [*L, ""]
+
+
+def speed_doc(res) -> list[str]:
+    L = []
+    if res.get("startup"):
+        L += startup_doc(res["startup"])
+    if res.get("encode"):
+        L += encode_doc(res["encode"])
+    if res.get("krr"):
+        L += krr_doc(res["krr"])
+    if res.get("select"):
+        L += select_doc(res["select"])
+    return L
+
+
+def targets_doc(res) -> list[str]:
+    """Each target of the speed work, checked against this run's numbers."""
+    out = ["## Against the targets", ""]
+    e = res.get("encode")
+    if e:
+        r, fl = e["rfcli"], e["floor"]
+        out.append(
+            f"* Encode as a process, {e['rows']:,} x {fl['d']} float32, m = {e['m']}, b = "
+            f"{e['bits']}, {e['threads']} threads: {e['rbf32']['first_wall'] / r['wall']:.2f}x "
+            "the rows/s of RBFSampler(float32).fit(X).transform(X) on the in-memory array "
+            f"(first call; {e['rbf32']['warm_wall'] / r['wall']:.2f}x a repeated call) "
+            "(target: at least 1.5x), at "
+            f"{fl['sum'] / e['threads'] / r['wall']:.0%} of the floor (target: at least 70%)."
+        )
+        one = e["rfcli_threads1"]
+        out.append(
+            f"* Encode with --threads 1: {one['cpu'] / one['wall']:.2f} CPU-seconds per "
+            "wall-second (target: at most 1.3)."
+        )
+    st = res.get("startup")
+    if st:
+        out.append(
+            f"* `rfcli --version`: {st['rfcli --version'] / st[NUMPY]:.2f}x "
+            "`python -c 'import numpy'` (target: at most 2x)."
+        )
+    k = res.get("krr")
+    if k:
+        out.append(
+            f"* KRR from a 2-bit store, {k['rows']:,} rows, m = {k['m']}: "
+            f"{k['ridge']['wall'] / k['rfcli']['wall']:.2f}x the speed of Ridge(cholesky) on "
+            f"float32 features in memory (fit alone), at 1/"
+            f"{k['ridge']['peak_mib'] / k['rfcli']['peak_mib']:.1f} of its peak memory "
+            "(targets: at least as fast, at most 1/8 of the memory)."
+        )
+    for r in res.get("select", []):
+        o, s = r["rfcli"], r["sklearn"]
+        unit = "pt" if r["model"] == "svm" else "x MSE"
+        gap = (
+            f"{100 * (o['score'] - s['score']):+.2f} pt accuracy"
+            if r["model"] == "svm"
+            else f"{o['score'] / s['score']:.3f}x its MSE"
+        )
+        out.append(
+            f"* {r['set']} ({r['model']}, m = {r['m']}): default selection "
+            f"{s['wall'] / o['wall']:.1f}x faster than GridSearchCV(cv=5), {gap} "
+            f"(target{'' if unit == 'pt' else ' for svm'}: at least 2x, at most 0.5 pt below)."
+        )
+    sc = res.get("scale", [])
+    if len(sc) >= 2:
+        parts = []
+        for a, b in zip(sc, sc[1:], strict=False):
+            g = [
+                100 * (b[key] / a[key] - 1)
+                for key in ("encode_peak_mib", "krr_peak_mib", "svm10_peak_mib")
+            ]
+            parts.append(
+                f"{a['rows']:,} -> {b['rows']:,} rows: encode {g[0]:+.1f}%, KRR {g[1]:+.1f}%, "
+                f"SVM {g[2]:+.1f}%"
+            )
+        out.append("* Peak RSS growth per 10x rows (target: below 10%): " + "; ".join(parts) + ".")
+    return [*out, ""]
