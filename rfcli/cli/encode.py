@@ -187,6 +187,9 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
     check_family_options(click.get_current_context(), opts["kernel"])
     _check_combinations(input_path, output, resume, engine, opts)
     from rfcli.jobs.encode import encode
+    from rfcli.memory import encode_malloc
+
+    encode_malloc()  # one long streaming pass: reuse the chunk arrays' pages
 
     try:
         res = encode(

@@ -130,8 +130,8 @@ class Quantizer:
         z = z.astype(np.float32, copy=False)
         if len(self._borders32) > 15:
             return np.searchsorted(self._borders32, z, side="left").astype(np.uint8)
-        out = np.zeros(z.shape, dtype=np.uint8)
-        for t in self._borders32:
+        out = np.greater(z, self._borders32[0]).view(np.uint8)  # a bool is one byte 0/1
+        for t in self._borders32[1:]:
             np.add(out, z > t, out=out, casting="unsafe")
         return out
 
