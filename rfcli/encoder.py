@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,8 @@ class Encoder:
     preprocess: Preprocessor
     fmap: FeatureMap
     quantizer: Quantizer
+    #: how the fit chose what it chose (e.g. the gamma search); not part of the state
+    fit_report: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         check_quantizer_fits_map(self.quantizer, self.fmap)

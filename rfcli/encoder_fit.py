@@ -84,37 +84,44 @@ class BottomK:
         self.k, self.seed = k, seed
         self.keys = np.empty(0)
         self.rows = None
+        self.labels = None  # the sampled rows' labels, when update is given them
 
-    def update(self, row0: int, X: np.ndarray) -> None:
+    def update(self, row0: int, X: np.ndarray, labels: np.ndarray | None = None) -> None:
         keys = keyed_uniform(self.seed, np.arange(row0, row0 + len(X)), 1)[:, 0]
-        self._keep(keys, X)
+        self._keep(keys, X, labels)
 
-    def _keep(self, keys: np.ndarray, X: np.ndarray) -> None:
+    def _keep(self, keys: np.ndarray, X: np.ndarray, labels: np.ndarray | None) -> None:
         allk = np.concatenate((self.keys, keys))
         allx = X if self.rows is None else np.concatenate((self.rows, X))
+        ally = None
+        if labels is not None:
+            ally = labels if self.labels is None else np.concatenate((self.labels, labels))
         if len(allk) > self.k:
             idx = np.argpartition(allk, self.k - 1)[: self.k]
             allk, allx = allk[idx], allx[idx]
+            ally = None if ally is None else ally[idx]
         order = np.argsort(allk, kind="stable")
         self.keys, self.rows = allk[order], allx[order]
+        self.labels = None if ally is None else ally[order]
 
     def merge(self, other: BottomK) -> BottomK:
         if other.rows is not None:
-            self._keep(other.keys, other.rows)
+            self._keep(other.keys, other.rows, other.labels)
         return self
 
 
 class Pass1:
     """Column statistics, the row sample and the row count of (a range of) the input."""
 
-    def __init__(self, d: int, k: int, seed: int, record: bool = False):
+    def __init__(self, d: int, k: int, seed: int, record: bool = False, labels: bool = False):
         self.stats = ColumnStats(d, FIT_BLOCK, record=record)
         self.sample = BottomK(k, seed)
+        self.with_labels = labels  # keep the sampled rows' labels (gamma='search')
         self.n = 0
 
-    def update(self, row0: int, X: np.ndarray) -> None:
+    def update(self, row0: int, X: np.ndarray, labels: np.ndarray | None = None) -> None:
         self.stats.update(X)
-        self.sample.update(row0, X)
+        self.sample.update(row0, X, labels if self.with_labels else None)
         self.n += len(X)
 
     @classmethod
@@ -125,6 +132,7 @@ class Pass1:
         out.sample = parts[0].sample
         for p in parts[1:]:
             out.sample.merge(p.sample)
+        out.with_labels = parts[0].with_labels
         out.n = sum(p.n for p in parts)
         return out
 
@@ -137,13 +145,14 @@ class EncoderFitter:
 
     def __init__(self, settings, fmap: FeatureMap | None = None):
         self.settings = settings
-        self.fmap = fmap or make_map(
-            settings.kernel,
-            settings.n_features,
-            settings.gamma,
-            settings.seed,
-            **settings.map_options,
-        )
+        self.search = settings.gamma == "search"
+        self.fmap = fmap or self._new_map("auto" if self.search else settings.gamma)
+        if self.search and not (self.fmap.needs_sample and hasattr(self.fmap, "gamma")):
+            raise UsageError(
+                "gamma='search' is for the kernels with a bandwidth (gaussian, laplacian, "
+                f"matern12/32/52, positive), not {settings.kernel}"
+            )
+        self.search_report: dict | None = None
         self.pre = Preprocessor(
             standardize=settings.standardize, normalize_rows=settings.normalize_rows
         )
@@ -155,6 +164,10 @@ class EncoderFitter:
         if self.quantizer is not None:
             check_quantizer_fits_map(self.quantizer, self.fmap)  # before any pass
         self._sample: np.ndarray | None = None
+
+    def _new_map(self, gamma) -> FeatureMap:
+        s = self.settings
+        return make_map(s.kernel, s.n_features, gamma, s.seed, **s.map_options)
 
     @property
     def needs_pass1(self) -> bool:
@@ -170,7 +183,12 @@ class EncoderFitter:
         return int(self.needs_pass1) + int(self.needs_map_pass)
 
     def new_pass1(self, d: int, record: bool = False) -> Pass1:
-        return Pass1(d, self.settings.sample_rows, self.settings.seed, record=record)
+        from rfcli.learn.bandwidth import SEARCH_ROWS
+
+        k = self.settings.sample_rows
+        if self.search:  # the first sample_rows of the larger sample are the same rows
+            k = max(k, SEARCH_ROWS)
+        return Pass1(d, k, self.settings.seed, record=record, labels=self.search)
 
     def finish_pass1(self, p1: Pass1 | None, d: int, where: str) -> None:
         """Fit preprocessing and map for ``d`` inputs from pass 1 (``None`` when no pass
@@ -186,13 +204,44 @@ class EncoderFitter:
                 f"{where}: {p1.n} row: gamma='auto' needs at least 2 rows (give a numeric gamma)"
             )
         self.pre.fit_stats(p1.stats)
-        self._sample = p1.sample.rows
+        self._sample = p1.sample.rows[: self.settings.sample_rows]
+        if self.search:
+            fmap = self.fmap = self._searched_map(p1.sample, d)
         if fmap.needs_box:
             stats = p1.stats
             corners = self.pre.transform(np.vstack([stats.min, stats.max]))  # affine per column
             fmap.fit(d, box=(corners.min(0), corners.max(0)))
         else:
             fmap.fit(d, self.pre.transform(self._sample) if fmap.needs_sample else None)
+
+    def _searched_map(self, sample: BottomK, d: int) -> FeatureMap:
+        """The map at the gamma chosen by validation on the labelled row sample (see
+        :mod:`rfcli.learn.bandwidth`); the search is kept in ``search_report``."""
+        from rfcli.learn.bandwidth import SEARCH_FEATURES, search_gamma
+
+        if sample.labels is None:
+            raise UsageError("gamma='search' needs a label column (label=...)")
+        rows = self.pre.transform(sample.rows)
+        keep = _finite_labels(sample.labels)
+        rows, labels = rows[keep], sample.labels[keep]
+        g0 = self.fmap.fit(d, self._sample_pre()).gamma_
+        m = min(self.settings.n_features, SEARCH_FEATURES)
+        s = self.settings
+
+        def features(gamma: float) -> np.ndarray:
+            fm = make_map(s.kernel, m, gamma, s.seed, **s.map_options).fit(d)
+            if fm.needs_pass:
+                red = RowReducer(fm.pass_reductions, FIT_BLOCK)
+                red.update(0, fm.pass_values(rows))
+                fm.finish_pass(red.totals(), red.n)
+            return fm.transform(rows)
+
+        res = search_gamma(features, labels, g0, s.seed, m)
+        self.search_report = res.to_dict()
+        return self._new_map(res.gamma)
+
+    def _sample_pre(self) -> np.ndarray:
+        return self.pre.transform(self._sample)
 
     def new_map_pass(self, row0: int = 0) -> RowReducer:
         return RowReducer(self.fmap.pass_reductions, FIT_BLOCK, row0=row0)
@@ -218,8 +267,18 @@ class EncoderFitter:
             )
             quantizer.info["map_fingerprint"] = map_fingerprint(list(columns), self.pre, self.fmap)
         return Encoder(
-            columns=list(columns), preprocess=self.pre, fmap=self.fmap, quantizer=quantizer
+            columns=list(columns),
+            preprocess=self.pre,
+            fmap=self.fmap,
+            quantizer=quantizer,
+            fit_report={"gamma_search": self.search_report} if self.search_report else {},
         )
+
+
+def _finite_labels(labels: np.ndarray) -> np.ndarray:
+    if labels.dtype.kind == "f":
+        return np.isfinite(labels)
+    return np.ones(len(labels), dtype=bool)
 
 
 def empirical_domain(domain: str, fmap: FeatureMap, bits: int) -> str:

@@ -115,7 +115,7 @@ def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
         with blas_threads(1):
             for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
                 if stage == "pass1":
-                    part.update(ch.row0, ch.X)
+                    part.update(ch.row0, ch.X, ch.label)
                 else:
                     part.update(ch.row0, fitter.map_values(ch.X))
         return part

@@ -88,7 +88,7 @@ class LocalEngine(Engine):
             p1 = fitter.new_pass1(d)
             with progress.task(f"fitting (pass 1/{total})", source.num_rows) as t:
                 for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
-                    p1.update(ch.row0, ch.X)
+                    p1.update(ch.row0, ch.X, ch.label)
                     t.advance(len(ch))
             fitter.finish_pass1(p1, d, source.path)
         else:

@@ -133,6 +133,8 @@ def _encoder_and_columns(eng, source, settings, read, ref, planner, writer, inpu
     if ref is not None:
         return select_like(source, ref, read, input_path)
     sel = select_columns(source, read.columns, read.label, read.ids)
+    if settings.gamma == "search" and sel.label is None:
+        raise UsageError("gamma='search' chooses the bandwidth by validation: give the label")
     if writer is not None:
         return writer.encoder, sel
     return eng.fit_encoder(source, sel, settings, read, fmap=planner.fmap), sel
@@ -167,6 +169,7 @@ def new_writer(output, encoder, sel, input_path, overwrite, key, settings, like)
         overwrite=overwrite,
         resume_key=key,
         chunk_rows=settings.store_chunk_rows if like is None else None,
+        fit=encoder.fit_report,
     )
 
 

@@ -92,6 +92,7 @@ class StoreWriter:
         overwrite: bool = False,
         resume_key: str | None = None,
         chunk_rows: int | None = None,
+        fit: dict | None = None,
     ):
         prepare_output(path, overwrite)
         self.path = path = location.normalize(path)
@@ -143,6 +144,7 @@ class StoreWriter:
             "label": None,
             "ids": self.id_names,
             "source": source or {},
+            "fit": fit or {},
             "n_rows": 0,
             "complete": False,
             "rows_committed": 0,
