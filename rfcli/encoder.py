@@ -162,14 +162,43 @@ class Encoder:
             )
 
     def describe(self) -> dict[str, Any]:
+        """A structured summary (JSON types): the kernel, the map's parameters as numbers
+        (``map["gamma"]``: the fitted bandwidth, not text), the quantizer and its bits, the
+        preprocessing steps, the input columns; ``summary`` is the map in words."""
+        fm, q, pre = self.fmap, self.quantizer, self.preprocess
+        params = {**fm.params(), **{k: v for k, v in fm.fitted_params().items() if v is not None}}
         return {
-            "kernel": self.fmap.describe(),
+            "kernel": fm.kind,
+            "map": {
+                "kind": fm.kind,
+                "n_features": fm.n_features,
+                "seed": fm.seed,
+                **_jsonable(params),
+            },  # fmt: skip
+            "summary": fm.describe(),
             "features": self.n_features,
-            "quantizer": self.quantizer.kind,
-            "bits": self.quantizer.bits_per_feature,
-            "preprocess": self.preprocess.describe(),
+            "quantizer": q.kind,
+            "bits": q.bits_per_feature,
+            "preprocess": {
+                "standardize": bool(pre.standardize),
+                "normalize_rows": bool(pre.normalize_rows),
+            },  # fmt: skip
             "inputs": len(self.columns),
+            "columns": list(self.columns),
         }
+
+
+def _jsonable(v):
+    """NumPy scalars and arrays (and containers of them) as plain JSON values."""
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
 
 
 def _hash_state(config: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:

@@ -32,6 +32,18 @@ def first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
+def did_you_mean(name: str, choices) -> str:
+    """`` (did you mean 'label'?)`` when ``name`` is close to one of ``choices`` (difflib),
+    else ``""``: for messages about an unknown column, label, id or other name."""
+    import difflib
+
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
+    if not close:  # a case slip: 'Label' for 'label'
+        close = [c for c in choices if c.lower() == str(name).lower()][:1]
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 class RfcliError(Exception):
     """Root of all rfcli errors (a problem with what the user asked for)."""
 

@@ -46,19 +46,41 @@ def human(n: float) -> str:
 
 
 def encode_chunk_rows(
-    budget: int, d: int, m: int, row_bytes: int, threads: int, map_bytes: int
+    budget: int,
+    d: int,
+    m: int,
+    row_bytes: int,
+    threads: int,
+    map_bytes: int,
+    given: bool = True,
 ) -> int:
     """Rows per encode chunk so that the chunks in flight fit ``budget``: up to
     ``2 threads + 1`` chunks are alive (read-ahead, encoding, writing), each holding the
     raw and preprocessed rows (float64), the feature block and its temporaries (bounded by
-    the 256-row encode blocks) and the packed output."""
-    fixed = map_bytes + 4 * 256 * m * 4  # map arrays + a few float32 blocks per thread
+    the 256-row encode blocks) and the packed output.  The map's arrays are drawn in
+    float64 (about 4 times their float32 size while they are drawn).
+
+    Refused (with the sizes) when the map and one 256-row chunk per thread cannot fit:
+    ``given`` says whether ``budget`` is the caller's (``memory``) or the machine's
+    physical memory, which the message then names."""
+    threads = max(int(threads), 1)
+    blocks = threads * 4 * 256 * m * 4  # a few float32 (256, m) blocks per thread
     per_row = (2 * threads + 1) * (2 * 8 * d + row_bytes + 16)
-    rows = (budget - fixed * max(threads, 1)) // per_row
-    if rows < 256:
+    rows = (budget - map_bytes - blocks) // per_row
+    if rows < 256 or 4 * map_bytes > budget:
+        need = max(4 * map_bytes, map_bytes + blocks + 256 * per_row)
+        if given:
+            raise UsageError(
+                f"a memory budget of {human(budget)} cannot hold the map ({human(map_bytes)}) "
+                f"and a 256-row chunk per thread (about {human(need)} in all); raise memory or "
+                "lower n_features or threads"
+            )
         raise UsageError(
-            f"a memory budget of {human(budget)} cannot hold the map ({human(map_bytes)}) and "
-            "a 256-row chunk per thread; raise memory or lower n_features or threads"
+            f"{m:,} features need about {human(need)} of memory (the map's arrays "
+            f"{human(map_bytes)}, {human(4 * map_bytes)} while they are drawn; "
+            f"{human(blocks // threads)} per thread for its 256-row blocks), more than this "
+            f"machine's {human(budget)}; lower n_features (or threads), or set memory to "
+            "allow more"
         )
     return int(min(rows, 1 << 20))
 
@@ -71,39 +93,32 @@ def check_fits(what: str, need: int, budget: int, hint: str) -> None:
         )
 
 
-def learner_need(model: str, m: int, k: int) -> int:
+def learner_need(model: str, m: int, k: int, folds: int = 0) -> int:
     """Fixed memory of a learner with m features and k outputs (float64 matrices):
-    KRR keeps Phi'Phi for the fit and validation rows plus a Cholesky copy and solves
-    (about 4 m^2); the SVM keeps the Gram preconditioner and its factor (2 m^2) and
-    k weight vectors with L-BFGS history; GPR the statistics, eigenbasis and posterior
-    (about 4 m^2)."""
+    KRR keeps Phi'Phi plus a Cholesky copy and solves (about 4 m^2), and with ``folds``-fold
+    cross-validation each fold's statistics plus one fold's eigendecomposition (folds + 2
+    more); the SVM keeps the Gram preconditioner and its factor (2 m^2) and the weight
+    vectors of its k outputs (times the folds, solved together) with L-BFGS history; GPR the
+    statistics, eigenbasis and posterior (about 4 m^2)."""
     mm = 8 * m * m
     if model == "svm":
-        return 2 * mm + 8 * m * k * 24
-    return 4 * mm + 8 * m * k * 4
+        return 2 * mm + 8 * m * k * max(folds, 1) * 48
+    return (4 + (folds + 2 if folds else 0)) * mm + 8 * m * k * 4
 
 
 def steady_malloc() -> None:
-    """Fix glibc's mmap threshold at 1 MiB, for the many passes of a learner (``rfcli
-    train``).  glibc raises the threshold to the largest block freed so far, after which
-    chunk-sized arrays (MiBs each) come from the heap and fragment it: peak RSS then creeps
-    up with every pass over a store.  With a fixed threshold each large array is its own
-    mapping, returned to the system when freed (measured: SVM peak RSS 180 -> 189 MiB from
-    5 to 20 iterations before, 156 -> 157 after).  Not for encode: one pass does not creep
-    (peak 219 -> 226 MiB from 100k to 10M rows) and fresh mappings cost it a third of its
-    time (10M rows: 25.8 s without, 38.8 s with).  Skipped when MALLOC_MMAP_THRESHOLD_ is
-    set or the libc is not glibc."""
-    import os
-    import sys
-
-    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
+    """glibc settings for the many passes of a learner (``rfcli train``): arrays up to 64 MiB
+    come from the heap and up to 256 MiB of freed heap stay mapped (as :func:`encode_malloc`),
+    so the arrays each pass allocates and frees again (decoded chunks, the SVM's margins of
+    every class and fold) reuse pages.  glibc's default raises its mmap threshold to the
+    largest block freed so far; an earlier fixed threshold of 1 MiB kept peak RSS flat but
+    made every such array a fresh mapping, zero-filled by the kernel each pass: on letter
+    (12k rows, m = 1024, C = 10, 189 passes) 1.2M page faults and 4.2 s system time in
+    13.8 s with cached packed codes, against 28k and 0.7 s in 9.9 s now; peak RSS 259 ->
+    281 MiB, and flat over passes (the same after 20 and 1000 iterations; 281 -> 288 MiB
+    without a cache).  Skipped when MALLOC_MMAP_THRESHOLD_ is set or the libc is not
+    glibc."""
+    encode_malloc()
 
 
 def encode_malloc() -> None:

@@ -29,10 +29,33 @@ def default_threads() -> int:
     return min(8, available_cores())
 
 
+_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "BLIS_NUM_THREADS")
+_controller: tuple | None = None  # (the modules it saw, threadpoolctl's controller)
+
+
+def _user_limit() -> int | None:
+    """A BLAS thread count the user set in the environment (it caps rfcli's)."""
+    for name in _ENV:
+        v = os.environ.get(name, "").strip()
+        if v.isdigit() and int(v) > 0:
+            return int(v)
+    return None
+
+
 @contextmanager
 def blas_threads(n: int) -> Iterator[None]:
-    """Limit BLAS to ``n`` threads (per calling thread's process) inside the block."""
-    from threadpoolctl import threadpool_limits
+    """Limit BLAS to ``n`` threads (at most the user's OPENBLAS/MKL/OMP_NUM_THREADS) inside
+    the block.  The libraries are looked up once per process (threadpoolctl's controller):
+    a learner sets the limit on every pass."""
+    global _controller
+    import sys
 
-    with threadpool_limits(limits=max(1, int(n)), user_api="blas"):
+    seen = ("numpy" in sys.modules, "scipy.linalg" in sys.modules)  # each loads a BLAS
+    if _controller is None or _controller[0] != seen:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = (seen, ThreadpoolController())
+    user = _user_limit()
+    limit = max(1, int(n) if user is None else min(int(n), user))
+    with _controller[1].limit(limits=limit, user_api="blas"):
         yield

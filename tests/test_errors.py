@@ -89,8 +89,8 @@ def _encode(out, **settings):
          "C must be a positive number or 'auto', got -1.0"),
         (lambda tmp: train(os.fspath(tmp), None, TrainSettings(alpha=0.0)),
          "alpha must be a positive number"),
-        (lambda tmp: train(os.fspath(tmp), None, TrainSettings(val_fraction=1.0)),
-         "val_fraction must be in [0, 1), got 1.0"),
+        (lambda tmp: train(os.fspath(tmp), None, TrainSettings(cv_folds=-1)),
+         "cv_folds must be >= 0, got -1"),
     ],
 )  # fmt: skip
 def test_bad_values_raise_value_errors_naming_the_parameter(tmp_path, call, message):

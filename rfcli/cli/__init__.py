@@ -26,7 +26,8 @@ COMMANDS = {
                  "errors of STORE (docs/methods.md, evaluation metrics)."),
     "fit-quantizer": ("rfcli.cli.fit_quantizer", "Design a b-bit quantizer and write it as JSON."),
     "inspect": ("rfcli.cli.inspect", "Show a store's shape, map, quantizer, size on disk and "
-                "completeness."),
+                "completeness, or a model file's kind, classes, map and quantizer and the "
+                "report of its training."),
     "predict": ("rfcli.cli.predict", "Predict with MODEL on INPUT: a store encoded with the "
                 "model's map, or raw data (encoded on the fly with the model's map and "
                 "quantizer)."),
@@ -38,6 +39,38 @@ COMMANDS = {
 }  # fmt: skip
 
 
+def _set_flag(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``-q``/``--debug`` given after the command: the same as before it."""
+    ui = ctx.find_root().obj
+    if value and ui is not None:
+        setattr(ui, param.name, True)
+
+
+def _global_options() -> list[click.Option]:
+    """``-q/--quiet`` and ``--debug`` for every command, so that they work after the
+    command's name as well as before it (``rfcli encode ... -q``)."""
+    return [
+        click.Option(["-q", "--quiet"], is_flag=True, expose_value=False, callback=_set_flag,
+                     help="No progress or diagnostics on stderr."),
+        click.Option(["--debug"], is_flag=True, expose_value=False, callback=_set_flag,
+                     help="Show Python tracebacks for internal errors."),
+    ]  # fmt: skip
+
+
+def _env_names(cmd_name: str, cmd: click.Command) -> None:
+    """Every option can come from ``RFCLI_<COMMAND>_<LONG_OPTION>`` (``RFCLI_ENCODE_FORMAT``
+    for ``--format``); click's own name, from the Python parameter (``RFCLI_ENCODE_FMT``),
+    still works after it.  Options with their own variable (``--scheduler``) keep it."""
+    prefix = "RFCLI_" + cmd_name.upper().replace("-", "_")
+    for p in cmd.params:
+        if not isinstance(p, click.Option) or p.envvar or not p.name:
+            continue
+        longs = [o for o in p.opts if o.startswith("--")]
+        names = [f"{prefix}_{longs[0][2:].upper().replace('-', '_')}"] if longs else []
+        names.append(f"{prefix}_{p.name.upper()}")
+        p.envvar = list(dict.fromkeys(names))
+
+
 class RfcliGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(COMMANDS)
@@ -47,7 +80,13 @@ class RfcliGroup(click.Group):
             import importlib
 
             importlib.import_module(COMMANDS[name][0])  # registers itself with @cli.command
-        return self.commands.get(name)
+        cmd = self.commands.get(name)
+        if cmd is not None and not getattr(cmd, "_rfcli_ready", False):
+            have = {o for p in cmd.params for o in getattr(p, "opts", ())}
+            cmd.params.extend(o for o in _global_options() if not set(o.opts) & have)
+            _env_names(name, cmd)
+            cmd._rfcli_ready = True
+        return cmd
 
     def format_commands(self, ctx, formatter):
         """The command list from :data:`COMMANDS`, without importing any command."""
@@ -68,7 +107,7 @@ class RfcliGroup(click.Group):
             if type(e).__name__ == "NoArgsIsHelpError":  # bare `rfcli`: the help, as click shows it
                 e.show()
             else:
-                click.echo(f"rfcli: error: {e.format_message()}", err=True)
+                click.echo(f"rfcli: error: {_usage_message(e)}", err=True)
             sys.exit(e.exit_code)
         except click.exceptions.Abort:
             click.echo("rfcli: interrupted", err=True)
@@ -81,7 +120,17 @@ class RfcliGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.ClickException, click.exceptions.Abort):
             raise
         except RfcliError as e:
-            _fail(ctx, f"rfcli: error: {e}", e.exit_code)
+            _fail(ctx, f"rfcli: error: {cli_message(ctx, e)}", e.exit_code)
+        except MemoryError as e:
+            if _debug(ctx):
+                raise
+            why = f" ({first_line(e)})" if str(e) else ""
+            _fail(
+                ctx,
+                f"rfcli: error: out of memory{why}; use fewer features (-m) or a smaller "
+                "--chunk-rows, or set a budget with --memory so that rfcli checks it first",
+                2,
+            )
         except KeyboardInterrupt:
             _fail(ctx, "rfcli: interrupted; partial outputs were removed", 130)
         except BrokenPipeError:
@@ -103,6 +152,63 @@ class RfcliGroup(click.Group):
                 "(run with --debug for the traceback)",
                 1,
             )
+
+
+def _usage_message(e: click.exceptions.ClickException) -> str:
+    """click's message; for a bad value that came from the environment, it names the
+    variable (click names only the option)."""
+    import os
+
+    msg = e.format_message()
+    param, ctx = getattr(e, "param", None), getattr(e, "ctx", None)
+    if isinstance(e, click.BadParameter) and param is not None and ctx is not None:
+        from click.core import ParameterSource
+
+        if param.name and ctx.get_parameter_source(param.name) == ParameterSource.ENVIRONMENT:
+            names = param.envvar if isinstance(param.envvar, list | tuple) else [param.envvar]
+            if getattr(param, "allow_from_autoenv", False) and ctx.auto_envvar_prefix:
+                names = [*names, f"{ctx.auto_envvar_prefix}_{param.name.upper()}"]
+            var = next((n for n in names if n and os.environ.get(n)), None)
+            if var:
+                msg = f"{msg.rstrip('.')} (from the environment variable {var})"
+    return msg
+
+
+#: library messages name the Python parameters; on the command line the same hints name
+#: the flags: (phrase, replacement, parameter the command must have; else the fallback)
+CLI_PHRASES = [
+    ("(set overwrite to replace it)", "(add --overwrite to replace it)", "overwrite", None),
+    ("(set on_nan to drop or zero)", "(use --on-nan drop or zero)", "on_nan",
+     "(fix or remove those rows)"),
+    ("(choose them with columns)", "(choose them with --columns)", "columns", None),
+    ("; or give the format, fmt)", "; or give --format)", "fmt", ")"),
+    (" or give the format, fmt)", " or give --format)", "fmt", ")"),
+    ("raise memory or lower n_features or threads", "raise --memory or lower -m or --threads",
+     "memory", None),
+    ("use a store with fewer features or raise memory",
+     "use a store with fewer features or raise --memory", "memory", None),
+    ("lower n_features (or threads), or set memory to allow more",
+     "use a smaller -m (or fewer --threads), or raise --memory to allow more", "memory", None),
+    ("add normalize_rows or standardize", "add --normalize-rows or --standardize",
+     "normalize_rows", None),
+    ("(give a numeric gamma)", "(give a numeric --gamma)", "gamma", None),
+    ("(or drop the plot)", "(or drop --plot)", "plot_path", None),
+]  # fmt: skip
+
+
+def cli_message(ctx: click.Context, e: BaseException) -> str:
+    """An error's message with the parameter hints of :data:`CLI_PHRASES` naming this
+    command's flags."""
+    msg = str(e)
+    sub = ctx.invoked_subcommand and ctx.command.get_command(ctx, ctx.invoked_subcommand)
+    names = {p.name for p in sub.params} if sub else set()
+    for phrase, flag_text, param, fallback in CLI_PHRASES:
+        if phrase in msg:
+            if param in names:
+                msg = msg.replace(phrase, flag_text)
+            elif fallback is not None:
+                msg = msg.replace(phrase, fallback)
+    return msg
 
 
 #: packages whose exceptions mean a URL's storage could not be used (not a bug in rfcli)

@@ -11,10 +11,13 @@ from rfcli.cli.options import (
     Bits,
     CommaList,
     MemorySize,
+    SectionedCommand,
     check_family_options,
     dask_settings,
     engine_options,
+    flag_of,
     flatten,
+    given,
     glf_quadrature_options,
     map_family_options,
     overwrite_option,
@@ -27,15 +30,43 @@ from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings
 from rfcli.maps import KERNELS
 from rfcli.quantize import DESIGNABLE
 
+#: the sections of ``rfcli encode --help``: option -> section
+ENCODE_SECTIONS = {
+    **dict.fromkeys(("columns", "label", "ids", "fmt", "on_nan", "normalize_rows",
+                     "standardize", "like"), "Input options"),
+    **dict.fromkeys(("features", "kernel", "gamma", "seed", *MAP_FAMILY_OPTIONS, "gp_kernel",
+                     "tol", "lengthscale_bounds", "nodes", "cutoff"), "Map options"),
+    **dict.fromkeys(("bits", "quantizer", "quantizer_domain", "quantizer_file"),
+                    "Quantizer options"),
+    **dict.fromkeys(("output", "overwrite", "store_chunk_rows", "resume"), "Output options"),
+    **dict.fromkeys(("threads", "chunk_rows", "memory", "engine", "scheduler", "workers"),
+                    "Engine options"),
+    **dict.fromkeys(("quiet", "debug", "help"), "General options"),
+}  # fmt: skip
+SECTION_ORDER = ("Input options", "Map options", "Quantizer options", "Output options",
+                 "Engine options", "General options")  # fmt: skip
 
-@cli.command("encode")
+#: options of the Gauss-Legendre map only (--kernel glf)
+GLF_OPTIONS = ("gp_kernel", "tol", "lengthscale_bounds", "nodes", "cutoff")
+#: kernels with a bandwidth (--gamma)
+BANDWIDTH_KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52", "positive")
+#: quantizers with a fixed number of bits per feature
+FIXED_BITS = {"sign": 1, "binary": 1, "ternary": 2, "trits": 1.6}
+#: what --like takes from the store: options that would be ignored with it
+LIKE_FIXES = ("features", "kernel", "gamma", "seed", "bits", "quantizer", "quantizer_domain",
+              "quantizer_file", "normalize_rows", "standardize", "columns", "store_chunk_rows",
+              *MAP_FAMILY_OPTIONS, *GLF_OPTIONS)  # fmt: skip
+
+
+@cli.command("encode", cls=SectionedCommand, sections=ENCODE_SECTIONS, section_order=SECTION_ORDER)
 @click.argument("input_path", metavar="INPUT")
 @click.option("-o", "--output", help="Output store (default: INPUT's name with .rff.zarr).")
 @click.option(
     "-b",
     "--bits",
     type=Bits(),
-    help="Bits per feature: 1-8 (none: 16 or 32). Default 2 (sign/binary: 1, none: 32).",
+    help="Bits per feature: 1-8, or 'none' for 32-bit floats (the same as --quantizer "
+    "none; with it, 16 or 32). Default 2 (sign/binary: 1, ternary: 2, trits: 1.6).",
 )
 @click.option(
     "-m",
@@ -92,7 +123,8 @@ from rfcli.quantize import DESIGNABLE
 @click.option(
     "--normalize-rows",
     is_flag=True,
-    help="Scale each row to unit L2 norm (the instance normalization of Li & Li, ICML 2021).",
+    help="Scale each row to unit L2 norm, as in Li and Li, 'Quantization Algorithms for "
+    "Random Fourier Features', ICML 2021.",
 )
 @click.option(
     "--standardize", is_flag=True, help="Column z-scores fitted on this input (one extra pass)."
@@ -184,7 +216,9 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
       rfcli encode big.parquet -o big.rff.zarr --resume   # after Ctrl-C, kill or crash
       rfcli encode lake/events/ -o events.rff.zarr --engine dask --scheduler tcp://host:8786
     """
-    check_family_options(click.get_current_context(), opts["kernel"])
+    ctx = click.get_current_context()
+    _check_given(ctx, like, opts)
+    check_family_options(ctx, opts["kernel"])
     _check_combinations(input_path, output, resume, engine, opts)
     from rfcli.jobs.encode import encode
     from rfcli.memory import encode_malloc
@@ -214,6 +248,64 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
             "(run the same command with --resume to continue)"
         ) from None
     _report(ui, res, fitted=like is None, gamma=opts["gamma"])
+
+
+def _check_given(ctx: click.Context, like, o: dict) -> None:
+    """Options that would be silently ignored are refused: those of another kernel, those
+    that --like takes from its store, bits that a quantizer does not have; ``-b none``
+    becomes the float quantizer (in ``o``)."""
+    from rfcli.errors import UsageError
+
+    kernel = o["kernel"]
+    if like is not None:
+        fixed = [flag_of(ctx, n) for n in LIKE_FIXES if given(ctx, n)]
+        if fixed:
+            raise UsageError(
+                f"--like takes the map, preprocessing, quantizer and columns of {like}: drop "
+                f"{', '.join(fixed)} (or encode without --like)"
+            )
+        return
+    for name in GLF_OPTIONS:
+        if given(ctx, name) and kernel != "glf":
+            raise UsageError(f"{flag_of(ctx, name)} applies to --kernel glf, not {kernel}")
+    if given(ctx, "gamma") and kernel not in BANDWIDTH_KERNELS:
+        raise UsageError(
+            f"--gamma applies to the kernels with a bandwidth ({', '.join(BANDWIDTH_KERNELS)}), "
+            f"not {kernel}"
+        )
+    q, bits = o["quantizer"], o["bits"]
+    if bits == "none":
+        if q not in (None, "none"):
+            raise UsageError(f"-b none means --quantizer none (32-bit floats), not {q}")
+        o["quantizer"], o["bits"] = q, bits = "none", 32
+    if bits is not None and not o["quantizer_file"]:
+        what = f"--quantizer {q}" if q else None
+        q = q or _default_quantizer(o)
+        what = what or f"the {kernel} kernel's quantizer ({q})"
+        if q in FIXED_BITS and bits != FIXED_BITS[q]:
+            n = FIXED_BITS[q]
+            raise UsageError(
+                f"{what} is {n:g} bit{'' if n == 1 else 's'} per feature: drop -b {bits}"
+            )
+        if q == "none" and bits not in (16, 32):
+            raise UsageError(f"{what} stores 16- or 32-bit floats (-b 16 or 32), not -b {bits}")
+        if q != "none" and bits in (16, 32):
+            raise UsageError(f"-b {bits} is for --quantizer none (floats); {q} takes 1-8 bits")
+    if given(ctx, "quantizer_domain"):
+        if o["quantizer_file"]:
+            raise UsageError("--quantizer-domain is for fitting: the --quantizer-file is fitted")
+        if (q or _default_quantizer(o)) != "empirical":
+            raise UsageError(
+                "--quantizer-domain applies to --quantizer empirical, not "
+                f"{q or _default_quantizer(o)}"
+            )
+
+
+def _default_quantizer(o: dict) -> str:
+    from rfcli.maps import make_map
+
+    fmap = make_map(o["kernel"], 8, **{k: o[k] for k in MAP_FAMILY_OPTIONS})
+    return fmap.default_quantizer
 
 
 def _check_combinations(input_path, output, resume, engine, o: dict) -> None:
@@ -288,9 +380,13 @@ def _report(ui, res, fitted: bool, gamma) -> None:
             )
     ui.info(
         f"wrote {res.path}: {res.n_rows:,} rows x {enc.n_features} features, "
-        f"{enc.quantizer.kind} {enc.quantizer.bits_per_feature} bit(s), "
+        f"{enc.quantizer.kind} {_bits(enc.quantizer.bits_per_feature)}, "
         f"{res.seconds:.2f} s ({res.rows_per_s:,.0f} rows/s)"
     )
+
+
+def _bits(b: float) -> str:
+    return f"{b:g} bit" + ("" if b == 1 else "s")
 
 
 def _quantizer_file(path: str) -> dict:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import dask_settings, engine_options, json_option
+from rfcli.cli.options import (
+    check_model_and_data,
+    dask_settings,
+    engine_options,
+    json_option,
+    nan_option,
+)
 
 
 @cli.command("evaluate")
@@ -22,18 +28,21 @@ from rfcli.cli.options import dask_settings, engine_options, json_option
     show_default=True,
     help="With --kernel-error: row sample size.",
 )
+@nan_option
 @json_option
 @engine_options
 @click.pass_obj
 def evaluate_cmd(
-    ui, first, test_path, kernel_error, raw, rows, as_json, engine, scheduler, workers
+    ui, first, test_path, kernel_error, raw, rows, on_nan, as_json, engine, scheduler, workers
 ):
     """Metrics of MODEL on TEST (a store or raw data with the training label column), or
     with --kernel-error the kernel-approximation errors of STORE (docs/methods.md,
     evaluation metrics).
 
     Classification: accuracy, macro_f1; regression: mse, rmse, r2; plus rows, bits per
-    sample and time.  --json prints one JSON object (snake_case keys) for jq.
+    sample and time.  TEST's labels are compared as the model's label type (text that
+    spells the model's integer classes is read as integers; other kinds are refused).
+    --json prints one JSON object (snake_case keys) for jq.
 
     \b
     Examples:
@@ -57,22 +66,75 @@ def evaluate_cmd(
 
         if test_path is None:
             raise UsageError("evaluate needs MODEL and TEST (or --kernel-error STORE --data RAW)")
+        check_model_and_data(first, test_path, "evaluate MODEL TEST")
+        if engine == "dask" and on_nan == "drop":
+            raise UsageError("--engine dask keeps every row in its place: use --on-nan error or "
+                             "zero (or the local engine for drop)")  # fmt: skip
         out = evaluate(
             first,
             test_path,
             progress=ui.progress(),
             engine=engine,
             dask=dask_settings(engine, scheduler, workers),
+            on_nan=on_nan,
         )
     if as_json:
         ui.result_json(out)
+        return
+    from rfcli.cli.render import show
+
+    if kernel_error:
+        show(ui, kernel_error_sections(first, raw, out))
     else:
-        ui.table(None, [(k.replace("_", " "), _fmt(v)) for k, v in out.items()])
+        show(ui, metric_sections(first, test_path, out))
 
 
-def _fmt(v):
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, dict):
-        return ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items())
-    return v
+#: metric labels, in the order shown
+_METRICS = {"accuracy": "accuracy", "macro_f1": "macro F1", "mse": "MSE", "rmse": "RMSE",
+            "r2": "R²", "nlpd": "NLPD (mean)"}  # fmt: skip
+
+
+def metric_sections(model: str, test: str, out: dict) -> list:
+    """``evaluate`` in words: the metrics, then what was evaluated."""
+    from rfcli.cli.render import number, seconds, text
+
+    rows = [("rows", text(out["rows"]))]
+    for k, label in _METRICS.items():
+        if k in out:
+            v = out[k]
+            pct = f" ({v:.2%})" if k == "accuracy" and v == v else ""
+            rows.append((label, number(v) + pct))
+    bits = out["bits"]
+    rows += [
+        ("model", f"{out['model']} ({out['task']})"),
+        ("features (m)", text(out["features"])),
+        (
+            "quantizer",
+            f"{out['quantizer']}, {number(bits)} bit{'' if bits == 1 else 's'} per "
+            f"feature, {number(out['bits_per_sample'])} per row",
+        ),  # fmt: skip
+        ("normalized rows", text(out["normalized"])),
+        ("time", seconds(out["seconds"])),
+    ]
+    return [(f"{model} on {test}", rows)]
+
+
+def kernel_error_sections(store: str, raw: str, out: dict) -> list:
+    """``evaluate --kernel-error`` in words: the sample, then each estimator's errors."""
+    from rfcli.cli.render import number, seconds, text
+
+    bits = out["bits"]
+    head = [
+        ("rows (sample)", text(out["rows"])),
+        ("kernel", out["kernel"]),
+        ("features (m)", text(out["features"])),
+        ("quantizer", f"{out['quantizer']}, {number(bits)} bit{'' if bits == 1 else 's'}"),
+        ("time", seconds(out["seconds"])),
+    ]
+    sections = [(f"{store} against {raw}", head)]
+    for name in ("plain", "normalized"):
+        if isinstance(out.get(name), dict):
+            rows = [(k.replace("_", " "), number(v) if isinstance(v, float) else text(v))
+                    for k, v in out[name].items()]  # fmt: skip
+            sections.append((f"{name} estimator", rows))
+    return sections

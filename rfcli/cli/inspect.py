@@ -9,7 +9,7 @@ from rfcli.cli.options import json_option
 
 
 @cli.command("inspect")
-@click.argument("store_path", metavar="STORE")
+@click.argument("store_path", metavar="STORE|MODEL")
 @click.option(
     "--verify",
     is_flag=True,
@@ -19,19 +19,37 @@ from rfcli.cli.options import json_option
 @json_option
 @click.pass_obj
 def inspect_cmd(ui, store_path, verify, as_json):
-    """Show a store's shape, map, quantizer, size on disk and completeness.
+    """Show a store's shape, map, quantizer, size on disk and completeness, or a model
+    file's kind, classes, map and quantizer and the report of its training.
 
     Exit status 2 when the store is incomplete, or with --verify when any check fails
-    (each problem is listed on stderr).
+    (each problem is listed on stderr).  --json prints the same fields as one JSON object
+    (numbers as numbers, sizes in bytes).
 
     \b
     Examples:
       rfcli inspect train.rff.zarr
       rfcli inspect train.rff.zarr --json | jq .bits_per_sample
       rfcli inspect train.rff.zarr --verify
+      rfcli inspect svm.npz
+      rfcli inspect svm.npz --json | jq .report.C
     """
-    from rfcli.errors import StoreError
+    from rfcli.errors import StoreError, UsageError
+    from rfcli.io.kinds import kind_of
 
+    if kind_of(store_path) == "model":
+        if verify:
+            raise UsageError("--verify checks stores; a model file is checked whenever it is read")
+        from rfcli.jobs.inspect import model_summary
+
+        info = model_summary(store_path)
+        if as_json:
+            ui.result_json(info)
+        else:
+            from rfcli.cli.render import show
+
+            show(ui, model_sections(info))
+        return
     if verify:
         from rfcli.io.store.verify import verify_store
 
@@ -61,8 +79,176 @@ def inspect_cmd(ui, store_path, verify, as_json):
     if as_json:
         ui.result_json(info)
     else:
-        rows = [(k.replace("_", " "), v) for k, v in info.items()]
-        ui.table(None, rows)
+        from rfcli.cli.render import show
+
+        show(ui, store_sections(info))
     if not store.complete:
         ui.info(f"rfcli: error: {store_path}: incomplete store (its encode did not finish)")
         raise click.exceptions.Exit(2)
+
+
+def _map_rows(i: dict) -> list[tuple[str, str]]:
+    """The encoder's rows: kernel and its parameters, preprocessing, quantizer."""
+    from rfcli.cli.render import number, text
+
+    mp = i["map"]
+    skip = {"kind", "n_features", "seed"}
+    params = [f"{k} {number(v) if isinstance(v, float) else text(v)}" for k, v in mp.items()
+              if k not in skip and v is not None]  # fmt: skip
+    pre = i["preprocess"]
+    steps = [w for w, on in (("standardize", pre["standardize"]),
+                             ("normalize rows", pre["normalize_rows"])) if on]  # fmt: skip
+    bits = i["bits"]
+    return [
+        ("kernel", ", ".join([i["kernel"], *params])),
+        ("features (m)", text(i["features"])),
+        ("seed", text(mp.get("seed"))),
+        ("preprocessing", ", ".join(steps) or "-"),
+        ("inputs", f"{i['inputs']:,} columns ({_columns(i['columns'])})"),
+        (
+            "quantizer",
+            f"{i['quantizer']}, {number(bits)} bit{'' if bits == 1 else 's'} per "
+            f"feature, {number(i['bits_per_sample'])} per row",
+        ),  # fmt: skip
+    ]
+
+
+def _columns(cols: list[str]) -> str:
+    return ", ".join(cols) if len(cols) <= 6 else f"{', '.join(cols[:5])}, ... {cols[-1]}"
+
+
+def store_sections(i: dict) -> list:
+    """``inspect STORE`` in words: what the store holds, its map, its size."""
+    from rfcli.cli.render import size, text
+
+    ratio = i["compression_ratio"]
+    label = i["label"]
+    if label and i.get("label_kind"):
+        label = f"{label} ({i['label_kind']})"
+    fit = i.get("fit") or {}
+    rows = [
+        ("rows", text(i["rows"])),
+        ("complete", text(i["complete"])),
+        ("label", text(label)),
+        ("ids", text(i["ids"])),
+        *_map_rows(i),
+    ]
+    if fit:
+        rows.append(("fitted", text({k: v for k, v in fit.items() if not isinstance(v, list)})))
+    rows += [
+        ("size on disk", f"{size(i['bytes_on_disk'])} (codes {size(i['codes_bytes_on_disk'])})"),
+        ("as float32", size(i["float32_bytes"])),
+        ("compression", _ratio(ratio)),
+        ("fingerprint", text(i["fingerprint"])),
+        ("format", f"version {i['format_version']}, written by rfcli {i['rfcli_version']}"),
+    ]
+    return [(f"{i['path']}: feature store", rows)]
+
+
+def _ratio(r: float | None) -> str:
+    if r is None:
+        return "-"
+    if r >= 1:
+        return f"{r:.1f}x smaller than float32"
+    return f"{1 / r:.1f}x larger than float32 (few rows: the store's fixed parts dominate)"
+
+
+#: training-report entries shown first, in this order, with their labels
+_REPORT_KEYS = {
+    "C": "C",
+    "alpha": "alpha",
+    "loss": "loss",
+    "iterations": "iterations",
+    "passes": "data passes (fit)",
+    "converged": "converged",
+    "objective": "objective",
+    "train_mse": "training MSE",
+    "rows": "training rows",
+    "seconds": "time",
+}
+
+
+def report_rows(rep: dict) -> list[tuple[str, str]]:
+    """A training report (as stored in the model) in words: the chosen hyperparameters,
+    the validation scores of each candidate, iterations, time; other entries generically."""
+    from rfcli.cli.render import number, seconds, size, text
+
+    out = []
+    for k, label in _REPORT_KEYS.items():
+        if k in rep and k != "seconds":
+            v = rep[k]
+            out.append((label, number(v) if isinstance(v, float) else text(v)))
+    for k, v in rep.items():
+        if k in _REPORT_KEYS or k in ("model", "task", "features", "bits", "message"):
+            continue
+        label = k.replace("_", " ")
+        if k == "cv" and isinstance(v, dict) and "folds" in v:
+            what = f"{v['folds']}-fold, {v.get('parameter', '')} by {v.get('metric', '')}"
+            warning = f"; {v['warning']}" if v.get("warning") else ""
+            out.append(("cross-validation", " ".join(what.split()) + warning))
+        elif k == "cache" and isinstance(v, dict) and "kind" in v:
+            out.append(("data in memory", f"{v['kind']}, {size(v.get('bytes'))}"
+                        if v["kind"] != "none" else "none"))  # fmt: skip
+        elif isinstance(v, dict) and v and all(isinstance(x, int | float) for x in v.values()):
+            out.append((label, ", ".join(f"{_key(a)}: {number(x)}" for a, x in v.items())))
+        elif isinstance(v, dict):
+            flat = {a: x for a, x in v.items() if not isinstance(x, dict | list)}
+            out.append((label, ", ".join(f"{a} {_num(x)}" for a, x in flat.items()) or "-"))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            out.append((label, f"{len(v)} (the entries: --json)"))
+        elif isinstance(v, list) and len(v) > 8:
+            out.append((label, f"{len(v)} values"))
+        else:
+            out.append((label, _num(v)))
+    if "seconds" in rep:
+        out.append(("time", seconds(rep["seconds"])))
+    return out
+
+
+def _key(k) -> str:
+    """A report's dict key: a number (a candidate C or alpha) in short form."""
+    from rfcli.cli.render import number
+
+    try:
+        return number(float(k), 3)
+    except (TypeError, ValueError):
+        return str(k)
+
+
+def _num(v) -> str:
+    from rfcli.cli.render import number, text
+
+    if isinstance(v, float):
+        return number(v)
+    if isinstance(v, list) and all(isinstance(x, float) for x in v):
+        return ", ".join(number(x) for x in v)
+    return text(v)
+
+
+def model_sections(i: dict) -> list:
+    """``inspect MODEL`` in words: the model, its encoder, its training."""
+    from rfcli.cli.render import size, text
+
+    if i["task"] == "classification":
+        classes = i["classes"]
+        shown = ", ".join(map(str, classes[:12])) + (", ..." if len(classes) > 12 else "")
+        what = ("classes", f"{i['n_classes']} ({shown})")
+    else:
+        what = ("target", "a number (regression)")
+    trained = i.get("trained_on") or {}
+    model = [
+        ("model", f"{i['model']} ({i['task']})"),
+        what,
+        ("label", f"{text(i['label'])} ({i['label_type']})"),
+        ("features used", "normalized rows" if i["normalized"] else "plain (sqrt(2/m) Q(z))"),
+        ("trained on", text(trained.get("store") or trained.get("input"))),
+        ("fingerprint", text(i["fingerprint"])),
+        (
+            "file",
+            f"{size(i['bytes'])}, format version {i['format_version']}, rfcli {i['rfcli_version']}",
+        ),  # fmt: skip
+    ]
+    sections = [(f"{i['path']}: model file", model), ("encoder", _map_rows(i))]
+    if i.get("report"):
+        sections.append(("training", report_rows(i["report"])))
+    return sections

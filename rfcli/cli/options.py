@@ -54,21 +54,51 @@ class AutoFloat(click.ParamType):
 
 
 class Bits(click.ParamType):
-    """Bits per feature: 1..8, or 16/32 (the float quantizer ``none``)."""
+    """Bits per feature: 1..8, 16/32 (the float quantizer ``none``), or ``none`` (the
+    float quantizer, 32 bits)."""
 
-    name = "INTEGER"
+    name = "1-8|none"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int):
+        if isinstance(value, int) or value == "none":
             b = value
         else:
             try:
                 b = int(value)
             except ValueError:
-                self.fail(f"{value!r} is not a valid integer.", param, ctx)
-        if not (1 <= b <= 8 or b in (16, 32)):
+                self.fail(f"{value!r} is neither an integer in 1..8 nor 'none'.", param, ctx)
+        if b != "none" and not (1 <= b <= 8 or b in (16, 32)):
             self.fail(f"{b} is not in 1..8 (or 16/32 for --quantizer none).", param, ctx)
         return b
+
+
+class SectionedCommand(click.Command):
+    """A command whose ``--help`` lists its options in sections (click has no option
+    groups): ``sections`` maps each parameter name to its section's title; sections come
+    in the order of ``section_order`` (then the others, then "Other options")."""
+
+    def __init__(self, *args, sections: dict[str, str] | None = None,
+                 section_order: tuple[str, ...] = (), **kwargs):  # fmt: skip
+        super().__init__(*args, **kwargs)
+        self.sections = dict(sections or {})
+        self.section_order = tuple(section_order)
+
+    def format_options(self, ctx, formatter):
+        groups: dict[str, list[tuple[str, str]]] = {}
+        help_option = self.get_help_option(ctx)
+        for p in self.get_params(ctx):
+            rec = p.get_help_record(ctx) if isinstance(p, click.Option) else None
+            if rec is not None:
+                name = "help" if p is help_option else p.name
+                groups.setdefault(self.sections.get(name, "Other options"), []).append(rec)
+        order = [*self.section_order, *sorted(set(groups) - set(self.section_order))]
+        if "Other options" in order:  # last
+            order.remove("Other options")
+            order.append("Other options")
+        for title in order:
+            if groups.get(title):
+                with formatter.section(title):
+                    formatter.write_dl(groups[title])
 
 
 class MemorySize(click.ParamType):
@@ -92,6 +122,35 @@ overwrite_option = click.option(
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object on stdout."
 )
+
+
+def nan_option(f):
+    """--on-nan for commands that read raw input (predict, evaluate)."""
+    from rfcli.io.settings import NAN_POLICIES
+
+    return click.option(
+        "--on-nan",
+        type=click.Choice(NAN_POLICIES),
+        default="error",
+        show_default=True,
+        help="Raw input rows with NaN/inf features: fail, drop them, or set those values to 0.",
+    )(f)
+
+
+def check_model_and_data(model: str, data: str, usage: str) -> None:
+    """Refuse MODEL and data given the other way round (``rfcli evaluate STORE MODEL``),
+    before either is opened: in one line that says so."""
+    from rfcli.errors import UsageError
+    from rfcli.io.kinds import kind_of
+
+    if (
+        kind_of(model) in ("store", "parquet", "parquet-dir", "zarr", "text")
+        and kind_of(data) == "model"
+    ):
+        raise UsageError(
+            f"the arguments are the other way round: {data} is the model file and {model} the "
+            f"data (rfcli {usage})"
+        )
 
 
 class Pair(click.ParamType):
@@ -146,9 +205,11 @@ def glf_quadrature_options(f):
     return click.option(
         "--lengthscale-bounds",
         type=Pair(),
-        default="0.05,2",
-        show_default=True,
-        help="GP lengthscale range LO,HI (standardized inputs); decides GLF's nodes.",
+        default=None,
+        help="GP lengthscale range LO,HI (standardized inputs).  train --model gpr: default "
+        "from the data (nearest-neighbour spacing of a row sample to 3x its extent; the "
+        "quadrature follows the lengthscales reached); encode --kernel glf: the range the "
+        "nodes serve (default 0.05,2).",
     )(f)
 
 
@@ -210,6 +271,23 @@ def map_family_options(f):
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the option ``name`` was given (on the command line or in the environment),
+    not left at its default."""
+    from click.core import ParameterSource
+
+    src = ctx.get_parameter_source(name)
+    return src in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def flag_of(ctx: click.Context, name: str) -> str:
+    """The option's flags (``-m/--features``) for messages."""
+    for p in ctx.command.params:
+        if p.name == name:
+            return "/".join(p.opts)
+    return "--" + name.replace("_", "-")
 
 
 def check_family_options(ctx: click.Context, kernel: str) -> None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import dask_settings, engine_options, overwrite_option
+from rfcli.cli.options import (
+    check_model_and_data,
+    dask_settings,
+    engine_options,
+    json_option,
+    nan_option,
+    overwrite_option,
+)
 
 
 @cli.command("predict")
@@ -16,30 +23,47 @@ from rfcli.cli.options import dask_settings, engine_options, overwrite_option
     "--output",
     default="-",
     show_default=True,
-    help="OUT.parquet, OUT.csv or '-' (CSV on stdout).",
+    help="OUT.parquet, OUT.csv, OUT.npy (the predictions alone) or '-' (CSV on stdout). "
+    "Predictions have the label's type: integers, numbers or text.",
 )
 @click.option(
     "--id",
     "ids",
     multiple=True,
-    help="Id column of raw INPUT to pass through (stores carry theirs).",
+    help="Id column to pass through (repeatable): of raw INPUT, or one of a store's id "
+    "arrays (a store's are all carried by default).",
 )
+@nan_option
 @overwrite_option
+@json_option
 @engine_options
 @click.pass_obj
-def predict_cmd(ui, model_path, input_path, output, ids, overwrite, engine, scheduler, workers):
+def predict_cmd(ui, model_path, input_path, output, ids, on_nan, overwrite, as_json, engine,
+                scheduler, workers):  # fmt: skip
     """Predict with MODEL on INPUT: a store encoded with the model's map, or raw data
     (encoded on the fly with the model's map and quantizer).
+
+    --json prints a summary (rows, output, columns and their types) on stdout.
 
     \b
     Examples:
       rfcli predict svm.npz test.rff.zarr -o predictions.parquet
       rfcli predict svm.npz new_rows.csv --id name -o - | head
+      rfcli predict svm.npz test.rff.zarr -o labels.npy --json
       rfcli predict krr.npz lake/new/ -o pred.parquet --engine dask --scheduler tcp://host:8786
     """
+    from rfcli.errors import UsageError
+
+    check_model_and_data(model_path, input_path, "predict MODEL INPUT")
+    if as_json and output == "-":
+        raise UsageError("--json prints its summary on stdout: write the predictions to a "
+                         "file with -o")  # fmt: skip
+    if engine == "dask" and on_nan == "drop":
+        raise UsageError("--engine dask keeps every row in its place: use --on-nan error or "
+                         "zero (or the local engine for drop)")  # fmt: skip
     from rfcli.jobs.predict import predict
 
-    n = predict(
+    res = predict(
         model_path,
         input_path,
         output,
@@ -48,6 +72,9 @@ def predict_cmd(ui, model_path, input_path, output, ids, overwrite, engine, sche
         progress=ui.progress(),
         engine=engine,
         dask=dask_settings(engine, scheduler, workers),
+        on_nan=on_nan,
     )
-    if output != "-":
-        ui.info(f"wrote {output}: {n:,} rows")
+    if as_json:
+        ui.result_json(res.to_dict())
+    elif output != "-":
+        ui.info(f"wrote {output}: {res.rows:,} rows ({', '.join(res.columns)})")

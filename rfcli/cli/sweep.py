@@ -18,7 +18,12 @@ from rfcli.maps import KERNELS
 @click.option("--label", required=True, help="Target column.")
 @click.option("--bits", type=CommaList(), multiple=True, default=["1,2,4,none"], show_default=True)
 @click.option(
-    "--features", type=CommaList(), multiple=True, default=["256,1024,4096"], show_default=True
+    "--features",
+    type=CommaList(),
+    multiple=True,
+    default=["256,1024,4096"],
+    show_default=True,
+    help="The values of m to sweep, a list (encode's -m/--features is one count).",
 )
 @click.option(
     "--quantizer",
@@ -36,11 +41,12 @@ from rfcli.maps import KERNELS
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("-C", "C", type=AutoFloat(), default="auto", show_default=True)
 @click.option("--alpha", type=AutoFloat(), default="auto", show_default=True)
-@click.option("-o", "--output", help="Results table (.parquet or .csv).")
+@click.option("-o", "--output", help="Results table (.parquet, .csv or .npy), checked first.")
 @click.option(
     "--plot",
     "plot_path",
-    help="PNG of the metric against m and bits per sample (needs matplotlib).",
+    help="PNG of the metric against m and bits per sample (needs matplotlib: checked "
+    "before any work).",
 )
 @click.option("--workdir", help="Where stores and models go (default: a temporary directory).")
 @click.option("--keep", is_flag=True, help="Keep stores and models in --workdir.")
@@ -78,12 +84,20 @@ def sweep_cmd(
       rfcli sweep tr.parquet te.parquet --model krr --label y --standardize \\
           --bits 1,2,none --features 512,2048 -o results.csv --plot curve.png
     """
-    from rfcli.io.writers import check_output_path
-    from rfcli.jobs.sweep import parse_bits, plot, sweep
+    import os
+
+    from rfcli.io.writers import check_output_path, output_format
+    from rfcli.jobs.sweep import check_plot, parse_bits, plot, sweep
     from rfcli.jobs.train import TrainSettings
 
+    # outputs and the plot's dependency first: not after all the training
     if output:
+        output_format(output)
         check_output_path(output, overwrite)
+    if plot_path:
+        check_plot(plot_path, overwrite)
+    if output and plot_path and os.path.abspath(output) == os.path.abspath(plot_path):
+        raise click.BadParameter("-o and --plot name the same file")
     try:
         feats = [int(f) for f in flatten(features)]
     except ValueError:

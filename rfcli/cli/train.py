@@ -35,14 +35,14 @@ from rfcli.cli.options import (
     type=AutoFloat(),
     default="auto",
     show_default=True,
-    help="SVM cost; auto = grid 0.01..100 by validation accuracy.",
+    help="SVM cost; auto = grid 0.01..100 (extended at the edges) by cross-validated accuracy.",
 )
 @click.option(
     "--alpha",
     type=AutoFloat(),
     default="auto",
     show_default=True,
-    help="Ridge penalty; auto = grid by validation.",
+    help="Ridge penalty; auto = grid by cross-validation (MSE or accuracy).",
 )
 @click.option(
     "--loss",
@@ -56,25 +56,26 @@ from rfcli.cli.options import (
     help="krr target (default: from the label type).",
 )
 @click.option(
-    "--val-fraction",
-    type=click.FloatRange(0, 1, max_open=True),
-    default=0.2,
+    "--cv-folds",
+    type=click.IntRange(min=0),
+    default=5,
     show_default=True,
-    help="Validation split for auto.",
+    help="svm/krr: folds of the cross-validation choosing C / alpha auto (0 or 1: no "
+    "selection, C=1 or the middle alpha).",
 )
 @click.option(
     "--seed",
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Seed (validation split, RFF draws).",
+    help="Seed (cross-validation folds, RFF draws).",
 )
 @click.option(
     "--max-iter",
     type=click.IntRange(min=1),
     default=1000,
     show_default=True,
-    help="SVM L-BFGS iterations.",
+    help="SVM L-BFGS iterations (per fit).",
 )
 @click.option(
     "--tol",
@@ -86,9 +87,9 @@ from rfcli.cli.options import (
 @click.option(
     "--cache-mb",
     type=click.IntRange(min=0),
-    default=256,
-    show_default=True,
-    help="SVM: keep packed codes in memory between passes if they fit.",
+    default=None,
+    help="svm: memory for the rows between passes: decoded features if they fit, else "
+    "packed codes; 0 re-reads the store every pass [default: min(2048, physical memory/4)].",
 )
 @click.option("--label", help="gpr from raw INPUT: the target column.")
 @click.option(
@@ -153,11 +154,13 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
     """Train a linear SVM or kernel ridge regression on a feature store, out of core, or a
     Gaussian-process regression on a store or on raw data.
 
-    svm/krr decode the store chunk by chunk in every pass; the float feature matrix is
-    never held whole.  gpr makes one pass for V'V and V'y, then learns its
-    hyperparameters from those statistics alone (Gauss-Legendre features), and stores
-    the weight posterior: `predict` gives mean and std.  Model files embed the encoder,
-    so `predict` and `evaluate` also take raw data.
+    svm/krr choose C / alpha (auto) by 5-fold cross-validation over a grid that is extended
+    at its edges, then refit on all rows.  The SVM keeps the decoded features in memory
+    between its passes when they fit --cache-mb (else the packed codes, else it reads the
+    store chunk by chunk); krr reads the store chunk by chunk.  gpr makes one pass for V'V
+    and V'y, then learns its hyperparameters from those statistics alone (Gauss-Legendre
+    features), and stores the weight posterior: `predict` gives mean and std.  Model files
+    embed the encoder, so `predict` and `evaluate` also take raw data.
 
     \b
     Examples:
@@ -169,7 +172,7 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
     """
     from rfcli.memory import steady_malloc
 
-    steady_malloc()  # many passes: keep peak memory flat (see its docstring)
+    steady_malloc()  # many passes: reuse heap pages, peak memory flat (see its docstring)
     run = dict(overwrite=overwrite, engine=engine, dask=dask_settings(engine, scheduler, workers),
                progress=ui.progress())  # fmt: skip
     if model == "gpr":
@@ -190,24 +193,66 @@ def _train_linear(ui, input_path, model, output, o, run) -> None:
         o,
         model=model,
         tol=1e-7 if o["tol"] is None else o["tol"],
-        cache_bytes=o["cache_mb"] << 20,
+        cache_bytes=None if o["cache_mb"] is None else o["cache_mb"] << 20,
     )
     res = train(input_path, output, settings, **run)
     r = res.report
+    if "cv" in r:
+        for line in cv_table(r["cv"]):
+            ui.info(line)
     if model == "svm":
-        if "validation_accuracy" in r:
-            ui.info(
-                "validation accuracy: "
-                + ", ".join(f"C={c:g}: {a:.4f}" for c, a in r["validation_accuracy"].items())
-            )
         ui.info(
-            f"svm ({r['loss']}) C={r['C']:g}: {r['iterations']} iterations, {r['passes']} passes, "
-            f"objective {r['objective']:.6g}, "
+            f"svm ({r['loss']}) C={r['C']:g} on all rows: {r['iterations']} iterations, "
+            f"{r['passes']} passes, objective {r['objective']:.6g}, "
             + ("converged" if r["converged"] else "NOT converged: " + r["message"])
         )
+        ui.info(cache_line(r["cache"]))
+        ui.info(f"{r['total_passes']} passes over the data in all")
     else:
         ui.info(f"krr ({r['task']}): alpha={r['alpha']:.4g}, train MSE {r['train_mse']:.6g}")
     ui.info(f"wrote {output} ({res.seconds:.1f} s)")
+
+
+def cv_table(cv: dict) -> list[str]:
+    """The cross-validation's candidates (mean and spread of the folds' scores, SVM passes)
+    and the choice, as lines of text."""
+    import numpy as np
+
+    name, metric, passes = cv["parameter"], cv["metric"], cv.get("passes")
+    lo, hi = min(cv["fold_rows"]), max(cv["fold_rows"])
+    lines = [
+        f"{cv['folds']}-fold cross-validation of {name} (held-out {metric}, "
+        f"folds of {lo if lo == hi else f'{lo}..{hi}'} rows):",
+        f"  {name:>10}  {'mean':>9}  {'std':>9}" + ("  passes" if passes else ""),
+    ]
+    for v in cv["grid"]:
+        scores = cv["fold_scores"][v]
+        mark = "  <- chosen" if v == cv["chosen"] else ""
+        added = " (extension)" if v in cv["extended"] else ""
+        lines.append(
+            f"  {v:>10.4g}  {cv['mean'][v]:>9.5g}  {np.std(scores):>9.2g}"
+            + (f"  {passes[v]:>6}" if passes else "")
+            + mark
+            + added
+        )
+    if cv["warning"]:
+        lines.append(f"warning: {cv['warning']}")
+    return lines
+
+
+def cache_line(cache: dict) -> str:
+    """Which rows the SVM kept in memory between passes, in words."""
+    from rfcli.memory import human
+
+    where = "" if cache["where"] == "this process" else f" (on the {cache['where']})"
+    if cache["kind"] == "decoded":
+        return f"features cached in memory: {human(cache['bytes'])} decoded float32{where}"
+    if cache["kind"] == "packed":
+        return (
+            f"features cached in memory: {human(cache['bytes'])} of packed codes{where}, "
+            "decoded again in every pass"
+        )
+    return "features not cached (over the cache budget): every pass reads the store"
 
 
 def _train_gpr(ui, input_path, output, o, run) -> None:
@@ -218,6 +263,22 @@ def _train_gpr(ui, input_path, output, o, run) -> None:
         GPRSettings, o, features=o["gp_features"], tol=1e-3 if o["tol"] is None else o["tol"]
     )
     r = train_gpr(input_path, output, s, ReadSettings(label=o["label"]), **run).report
+    if "lengthscale_bounds" in r:
+        b = r["lengthscale_bounds"]
+        ui.info(
+            f"lengthscale bounds ({r['bounds_from']}): "
+            + "; ".join(f"{lo:.4g}..{hi:.4g}" for lo, hi in b)
+        )
+    levels = [lv for lv in r.get("levels", []) if lv["kind"] != "coarse"] or r.get("levels", [])
+    if len(r.get("levels", [])) > 1:
+        ui.info(
+            "quadrature nodes by level: "
+            + " -> ".join(str(lv["nodes"]) for lv in r["levels"])
+            + f"; kernel error at the optimum {r['probe_error']:.2g}"
+            + ("" if r.get("converged", True) else " (levels NOT converged)")
+        )
+    elif levels and levels[-1].get("probe_error") is not None:
+        ui.info(f"kernel error at the optimum {levels[-1]['probe_error']:.2g}")
     ui.info(f"map: {r['map']}")
     ui.info(
         f"gpr: signal variance {r['signal_variance']:.4g}, lengthscale "

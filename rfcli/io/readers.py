@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rfcli.errors import InputError, UsageError
+from rfcli.errors import InputError, UsageError, did_you_mean
 from rfcli.io import location
 from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings  # noqa: F401 (re-export)
 from rfcli.io.sources import CsvSource, ParquetSource, Source, ZarrSource, is_glob
@@ -51,6 +51,13 @@ def detect_format(path: str, fmt: str | None = None) -> str:
         return "csv"
     if p.endswith(".zarr") or os.path.isfile(os.path.join(path, "zarr.json")):
         return "zarr"
+    from rfcli.io.kinds import DESCRIPTION, kind_of
+
+    kind = kind_of(path)
+    if kind in ("model", "npy", "zip", "json", "store"):
+        raise InputError(
+            f"{path}: is {DESCRIPTION[kind]}, not input data (.parquet, .csv or .zarr rows)"
+        )
     raise InputError(
         f"{path}: unknown input format (expected .parquet, .csv or .zarr; or give the format, fmt)"
     )
@@ -96,15 +103,16 @@ def select_columns(
     for name, what in [(label, "label"), *((i, "id") for i in ids)]:
         if name is not None and name not in source.names:
             raise InputError(
-                f"{where}: {what} column {name!r} not found (columns: {_list(source.names)})"
+                f"{where}: {what} column {name!r} not found{did_you_mean(name, source.names)}"
+                f" (columns: {_list(source.names)})"
             )
     reserved = {label, *ids}
     if columns:
         missing = [c for c in columns if c not in source.names]
         if missing:
             raise InputError(
-                f"{where}: column(s) {_list(map(repr, missing))} not found "
-                f"(columns: {_list(source.names)})"
+                f"{where}: column(s) {_list(map(repr, missing))} not found"
+                f"{did_you_mean(missing[0], source.names)} (columns: {_list(source.names)})"
             )
         clash = [c for c in columns if c in reserved]
         if clash:
@@ -199,5 +207,5 @@ def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, whe
 
 def _list(names) -> str:
     names = list(names)
-    s = ", ".join(names[:12])
-    return s + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
+    s = ", ".join(names[:20])
+    return s + (f", ... ({len(names)} in all)" if len(names) > 20 else "")

@@ -164,6 +164,42 @@ class ParquetSource(Source):
         self._last_group = (None, None)
 
 
+#: the first bytes of binary files that are not CSV, and what they are
+MAGIC = (
+    (b"PAR1", "a Parquet file"),
+    (b"PK\x03\x04", "a zip archive (an rfcli model file is one)"),
+    (b"\x93NUMPY", "a NumPy .npy file"),
+    (b"\x1f\x8b", "a gzip file"),
+)
+
+
+def sniff(path: str, n: int = 4096) -> bytes:
+    """The first ``n`` bytes of a local file (``b""`` when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
+
+
+def check_text_file(path: str) -> None:
+    """Refuse a file given as CSV that is binary: a Parquet file named ``.csv`` would
+    otherwise be parsed into column names of binary garbage."""
+    head = sniff(path)
+    if path.lower().endswith(".gz"):
+        return  # compressed CSV: pyarrow decompresses it
+    for magic, what in MAGIC:
+        if head.startswith(magic):
+            hint = (
+                "; rename it to end in .parquet or give the format, fmt)"
+                if magic == b"PAR1"
+                else ")"
+            )
+            raise InputError(f"{path}: is {what}, not CSV text (despite its name{hint}")
+    if b"\x00" in head:
+        raise InputError(f"{path}: is a binary file, not CSV text")
+
+
 class CsvSource(Source):
     """CSV from a file or stdin.  Types are inferred from the first block; feature
     columns are then read as float64.  stdin can be read once only (see ``spool``)."""
@@ -177,6 +213,8 @@ class CsvSource(Source):
             with os.fdopen(fd, "wb") as f:
                 shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
         self.rereadable = path != "-" or spool
+        if path != "-":
+            check_text_file(path)
         reader = self._open(None)
         schema = reader.schema
         self.names = list(schema.names)

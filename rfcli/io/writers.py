@@ -39,10 +39,21 @@ def check_output_path(path: str, overwrite: bool) -> None:
 
 class TableWriter:
     """Write chunks of named columns (1-D arrays) plus an optional float matrix
-    (columns ``prefix0..``) to npy (matrix only), Parquet or CSV."""
+    (columns ``prefix0..``) to npy, Parquet or CSV.
+
+    An .npy file holds the float32 matrix, or with ``npy_columns`` (names and one dtype)
+    those columns instead: a 1-D array for one column, else ``(n, k)``; the row count need
+    not be known in advance then (the rows are streamed to a temporary file and the header
+    written last)."""
 
     def __init__(
-        self, path: str, n_rows: int, n_cols: int, overwrite: bool = False, prefix: str = "f"
+        self,
+        path: str,
+        n_rows: int,
+        n_cols: int,
+        overwrite: bool = False,
+        prefix: str = "f",
+        npy_columns: tuple[list[str], np.dtype] | None = None,
     ):
         self.path = path
         self.fmt = output_format(path)
@@ -51,7 +62,11 @@ class TableWriter:
         self._pos = 0
         self._writer = None
         self._tmp = path + ".partial" if path != "-" else None
-        if self.fmt == "npy":
+        self._npy_columns = npy_columns if self.fmt == "npy" else None
+        self._raw = None
+        if self._npy_columns is not None:
+            self._raw = open(self._tmp + ".rows", "wb")  # noqa: SIM115 (closed in close/abort)
+        elif self.fmt == "npy":
             self._mm = np.lib.format.open_memmap(
                 self._tmp, mode="w+", dtype=np.float32, shape=(n_rows, n_cols)
             )
@@ -59,6 +74,12 @@ class TableWriter:
     def write(
         self, matrix: np.ndarray | None, columns: dict[str, np.ndarray] | None = None
     ) -> None:
+        if self._npy_columns is not None:
+            names, dtype = self._npy_columns
+            block = np.column_stack([np.asarray(columns[n], dtype=dtype) for n in names])
+            self._raw.write(np.ascontiguousarray(block).tobytes())
+            self._pos += len(block)
+            return
         if self.fmt == "npy":
             self._mm[self._pos : self._pos + len(matrix)] = matrix
             self._pos += len(matrix)
@@ -81,7 +102,9 @@ class TableWriter:
         self._writer.write_batch(batch)
 
     def close(self) -> None:
-        if self.fmt == "npy":
+        if self._npy_columns is not None:
+            self._finish_npy()
+        elif self.fmt == "npy":
             self._mm.flush()
             del self._mm
         elif self._writer is not None:
@@ -91,6 +114,24 @@ class TableWriter:
         elif self._tmp and os.path.exists(self._tmp):
             os.replace(self._tmp, self.path)
 
+    def _finish_npy(self) -> None:
+        """The .npy header (now that the row count is known), then the streamed rows."""
+        import shutil
+
+        names, dtype = self._npy_columns
+        self._raw.close()
+        shape = (self._pos,) if len(names) == 1 else (self._pos, len(names))
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                  "fortran_order": False, "shape": shape}  # fmt: skip
+        with open(self._tmp, "wb") as out, open(self._tmp + ".rows", "rb") as rows:
+            np.lib.format.write_array_header_1_0(out, header)
+            shutil.copyfileobj(rows, out, 1 << 20)
+        os.unlink(self._tmp + ".rows")
+
     def abort(self) -> None:
+        if self._raw is not None:
+            self._raw.close()
+            if os.path.exists(self._tmp + ".rows"):
+                os.unlink(self._tmp + ".rows")
         if self._tmp and os.path.exists(self._tmp):
             os.unlink(self._tmp)

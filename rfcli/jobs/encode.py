@@ -105,8 +105,8 @@ def encode(
         source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
         try:
             eng.check_source(source)
-            if memory is not None:
-                read = _budget_chunks(read, source, planner, ref, memory, eng.threads)
+            # the map and a chunk per thread must fit --memory, or the physical memory
+            read = _budget_chunks(read, source, planner, ref, memory, eng.threads)
             encoder, sel = _encoder_and_columns(eng, source, settings, read, ref, planner,
                                                 writer, input_path)  # fmt: skip
             t_fit = time.perf_counter() - t0
@@ -176,7 +176,7 @@ def new_writer(output, encoder, sel, input_path, overwrite, key, settings, like)
 def _budget_chunks(read, source, planner, ref, memory, threads) -> ReadSettings:
     from dataclasses import replace
 
-    from rfcli.memory import encode_chunk_rows
+    from rfcli.memory import encode_chunk_rows, physical_memory
 
     if ref is not None:
         enc = ref.encoder
@@ -184,8 +184,13 @@ def _budget_chunks(read, source, planner, ref, memory, threads) -> ReadSettings:
     else:
         d = len(read.columns) if read.columns else len(source.names)
         fmap = planner.fmap
-        row_bytes = 4 * fmap.n_features  # at most float32 features
-    rows = encode_chunk_rows(memory, d, fmap.n_features, row_bytes, threads, fmap.estimate_bytes(d))
+        q = planner.quantizer  # None: fitted later (empirical, at most 8 bits)
+        row_bytes = q.row_bytes(fmap.n_features) if q is not None else fmap.n_features
+    budget = physical_memory() if memory is None else memory
+    rows = encode_chunk_rows(budget, d, fmap.n_features, row_bytes, threads,
+                             fmap.estimate_bytes(d), given=memory is not None)  # fmt: skip
+    if memory is None:  # only checked: the chunk size is the caller's
+        return read
     return replace(read, chunk_rows=min(read.chunk_rows, rows))
 
 

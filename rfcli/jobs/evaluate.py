@@ -6,18 +6,20 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
-
 from rfcli.engines import open_engine
-from rfcli.errors import InputError
-from rfcli.learn.data import open_data
+from rfcli.errors import InputError, UsageError
+from rfcli.io import location
+from rfcli.io.settings import NAN_POLICIES
+from rfcli.learn.data import RawData, open_data
 from rfcli.learn.model_file import load_model
 from rfcli.metrics import ClassificationAccumulator, RegressionAccumulator, gaussian_nlpd_sum
 from rfcli.progress import NullProgress, Progress
 
 
-def _evaluate_pass(data, model):
-    """Metric accumulator (and the GP's NLPD sum) over a slice's rows: additive."""
+def _evaluate_pass(data, model, where: str = "the test data"):
+    """Metric accumulator (and the GP's NLPD sum) over a slice's rows: additive.  Labels
+    are compared as the model's label type (text that spells the model's integer classes,
+    and so on; other kinds are refused, see :meth:`Targets.comparable`)."""
     targets = model.targets
     if targets.task == "regression":
         acc = RegressionAccumulator()
@@ -27,12 +29,12 @@ def _evaluate_pass(data, model):
     for batch in data.batches():
         S = model.scores(batch.F)
         if targets.task == "regression":
-            acc.update(batch.y, S[:, 0])
+            y = targets.regression_values(batch.y, where)
+            acc.update(y, S[:, 0])
             if hasattr(model, "std"):
-                y = np.asarray(batch.y, dtype=np.float64)
                 nlpd += gaussian_nlpd_sum(y, S[:, 0], model.std(batch.F))
         else:
-            acc.update(targets.index(batch.y), S.argmax(1))
+            acc.update(targets.index(targets.comparable(batch.y, where)), S.argmax(1))
     return acc, nlpd
 
 
@@ -43,17 +45,31 @@ def evaluate(
     progress: Progress | None = None,
     engine: str = "local",
     dask=None,
+    on_nan: str = "error",
 ) -> dict[str, Any]:
     """Metrics of a model on a store or raw data with the training label column (on a Dask
-    cluster with ``engine="dask"``: the counts and sums of slices are added up)."""
+    cluster with ``engine="dask"``: the counts and sums of slices are added up).  ``on_nan``:
+    rows of raw data with NaN/inf features: ``error``, ``zero``, or ``drop`` (local engine)."""
+    if on_nan not in NAN_POLICIES:
+        raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
+    if engine == "dask" and on_nan == "drop":
+        raise UsageError("the dask engine keeps every row in its place: on_nan='drop' is local")
     model, encoder, meta = load_model(model_path)
     progress = progress or NullProgress()
     label = (meta.get("trained_on") or {}).get("label")
     t0 = time.perf_counter()
-    data = open_data(test_path, encoder, model.normalized, label, require_label=True)
+    if location.is_store(test_path):
+        data = open_data(test_path, encoder, model.normalized, label, require_label=True)
+    else:
+        if label is None:
+            raise InputError(f"{model_path}: the model does not record its label column")
+        data = RawData.open(test_path, encoder, model.normalized, label, require_label=True,
+                            on_nan=on_nan)  # fmt: skip
     targets = model.targets
     with open_engine(engine, dask, progress) as eng:
-        acc, nlpd = eng.passes(data).reduce(_evaluate_pass, model, title="evaluating")
+        acc, nlpd = eng.passes(data).reduce(
+            _evaluate_pass, model, location.normalize(test_path), title="evaluating"
+        )
     if acc.n == 0:
         raise InputError(f"{test_path}: no rows")
     out: dict[str, Any] = {"model": model.kind, "task": targets.task, "rows": acc.n}

@@ -74,7 +74,8 @@ def kernel_error_report(
         "features": enc.n_features,
         "bits": enc.quantizer.bits_per_feature,
         "quantizer": enc.quantizer.kind,
-        "kernel": enc.fmap.describe(),
+        "kernel": enc.fmap.kind,
+        "map": enc.describe()["map"],
     }
     for name, Fx in (("plain", F), ("normalized", N)):
         with progress.task(f"metrics ({name})", None):

@@ -1,16 +1,46 @@
 """The predict job (``rfcli predict``): a model's predictions for a store or raw input,
-written to a table in row order, on either engine."""
+written to a table in row order, on either engine.
+
+Predictions have the label's type: int64 for integer classes, float64 for regression (and
+the GP's ``std``), bool, or text; so do the .npy, Parquet and CSV outputs (an .npy file
+holds the predictions alone: a 1-D array, or ``(n, 2)`` float64 [prediction, std] for a GP).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from rfcli.engines import open_engine
-from rfcli.io.writers import TableWriter
-from rfcli.learn.data import open_data
+from rfcli.errors import InputError, UsageError, did_you_mean
+from rfcli.io import location
+from rfcli.io.readers import NAN_POLICIES
+from rfcli.io.writers import TableWriter, output_format
+from rfcli.learn.data import RawData, StoreData, open_data
 from rfcli.learn.linear import LinearModel
 from rfcli.learn.model_file import load_model
 from rfcli.progress import NullProgress, Progress
+
+
+class PredictResult(int):
+    """The number of rows written (an int, as before), with the output, its columns and
+    their types (:meth:`to_dict`: the summary ``rfcli predict --json`` prints)."""
+
+    output: str
+    columns: list[str]
+    types: dict[str, str]
+
+    def __new__(cls, rows: int, output: str, columns: list[str], types: dict[str, str]):
+        obj = super().__new__(cls, rows)
+        obj.output, obj.columns, obj.types = output, list(columns), dict(types)
+        return obj
+
+    @property
+    def rows(self) -> int:
+        return int(self)
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows, "output": self.output, "format": output_format(self.output),
+                "columns": self.columns, "types": self.types}  # fmt: skip
 
 
 def predict(
@@ -23,32 +53,96 @@ def predict(
     progress: Progress | None = None,
     engine: str = "local",
     dask=None,
-) -> int:
-    """Predictions for a store or raw data, written to Parquet/CSV (``-`` = stdout).
+    on_nan: str = "error",
+) -> PredictResult:
+    """Predictions for a store or raw data, written to .npy, Parquet or CSV (``-`` = CSV on
+    stdout).  ``ids``: id columns to pass through: of raw input, or the id arrays of a
+    store (by default a store's are all carried); a name that the input does not have is
+    refused.  ``on_nan``: rows of raw input with NaN/inf features: ``error``, ``zero``, or
+    ``drop`` (local engine; the output then has fewer rows than the input).
     ``engine="dask"``: slices of rows are predicted on a Dask cluster and written here in
     row order (the same batches as locally: the same output bytes)."""
+    if on_nan not in NAN_POLICIES:
+        raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
+    if engine == "dask" and on_nan == "drop":
+        raise UsageError("the dask engine keeps every row in its place: on_nan='drop' is local")
+    fmt = output_format(output)  # before any work: a bad extension is refused at once
+    ids = list(ids or [])
+    if fmt == "npy" and ids:
+        raise UsageError(f"{output}: an .npy output holds the predictions only: id columns "
+                         "need .parquet or .csv")  # fmt: skip
     model, encoder, meta = load_model(model_path)
     progress = progress or NullProgress()
-    data = open_data(input_path, encoder, model.normalized, None, ids)
-    writer = TableWriter(output, data.n_rows or 0, 0, overwrite=overwrite)
+    data = _open(input_path, encoder, model, ids, on_nan)
+    keep = _id_columns(data, input_path, ids) if fmt != "npy" else []
+    targets = model.targets
+    names = ["prediction", *(["std"] if hasattr(model, "std") else [])]
+    dtype = targets.value_dtype if len(names) == 1 else np.dtype(np.float64)
+    writer = TableWriter(output, data.n_rows or 0, 0, overwrite=overwrite,
+                         npy_columns=(names, dtype))  # fmt: skip
     n = 0
     try:
         with open_engine(engine, dask, progress) as eng:
             passes = eng.passes(data)
-            for cols in passes.map_batches(prediction_columns, model, title="predicting"):
+            for cols in passes.map_batches(prediction_columns, model, keep, title="predicting"):
                 writer.write(None, cols)
                 n += len(cols["prediction"])
         writer.close()
     except BaseException:
         writer.abort()
         raise
-    return n
+    value = "text" if targets.value_kind == "text" else str(targets.value_dtype)
+    types = {**dict.fromkeys(keep, "id"), "prediction": value}
+    if len(names) > 1:
+        types["std"] = "float64"
+    columns = names if fmt == "npy" else [*keep, *names]
+    return PredictResult(n, output, columns, {c: types[c] for c in columns})
 
 
-def prediction_columns(batch, model: LinearModel) -> dict[str, np.ndarray]:
-    """The id columns, the prediction (and the GP's standard deviation) of one batch."""
-    cols = dict(batch.ids)
-    cols["prediction"] = model.predict(batch.F)
+def _open(path: str, encoder, model, ids: list[str], on_nan: str):
+    """The store or raw input to predict on (raw input: with ``ids`` and ``on_nan``)."""
+    if location.is_store(path):
+        return open_data(path, encoder, model.normalized, None)
+    return RawData.open(path, encoder, model.normalized, None, ids, on_nan=on_nan)
+
+
+def _id_columns(data, path: str, ids: list[str]) -> list[str]:
+    """The id columns to write: those asked for (each must exist in the input), or all of
+    a store's id arrays."""
+    if isinstance(data, StoreData):
+        have = list(data.store.meta.get("ids", []))
+        where = f"{path}: the store"
+    else:
+        have = list(data.source.names)
+        where = f"{path}:"
+    if not ids:
+        return have if isinstance(data, StoreData) else []
+    for name in ids:
+        if name not in have:
+            if isinstance(data, StoreData):
+                listed = ", ".join(have) if have else "none"
+                raise InputError(
+                    f"{where} has no id column {name!r}{did_you_mean(name, have)} (its id "
+                    f"columns: {listed}; encode the data with the ids to carry them)"
+                )
+            raise InputError(
+                f"{where} id column {name!r} not found{did_you_mean(name, have)} "
+                f"(columns: {', '.join(have[:20])}{', ...' if len(have) > 20 else ''})"
+            )
+    if isinstance(data, RawData):
+        missing = [i for i in ids if i not in data.sel.ids]
+        if missing:  # pragma: no cover - RawData.open keeps every id the input has
+            raise InputError(f"{path}: id column(s) {', '.join(missing)} could not be read")
+    return list(dict.fromkeys(ids))
+
+
+def prediction_columns(batch, model: LinearModel, ids: list[str] | None = None):
+    """The id columns ``ids`` (default: all of the batch's), the prediction with the
+    label's type (and the GP's standard deviation) of one batch."""
+    cols = {k: v for k, v in batch.ids.items() if ids is None or k in ids}
+    if ids is not None:
+        cols = {k: cols[k] for k in ids if k in cols}
+    cols["prediction"] = model.targets.typed(model.predict(batch.F))
     if hasattr(model, "std"):
-        cols["std"] = model.std(batch.F)
+        cols["std"] = np.asarray(model.std(batch.F), dtype=np.float64)
     return cols

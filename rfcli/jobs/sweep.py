@@ -13,7 +13,7 @@ from typing import Any
 
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import UsageError
-from rfcli.io.readers import ReadSettings
+from rfcli.io.readers import ReadSettings, open_source, select_columns
 from rfcli.jobs.encode import encode
 from rfcli.jobs.evaluate import evaluate
 from rfcli.jobs.train import TrainSettings, train
@@ -53,6 +53,12 @@ def sweep(
     on_result=None,
 ) -> list[dict[str, Any]]:
     progress = progress or NullProgress()
+    for path in (train_path, test_path):  # both readable, with the label: before any work
+        source = open_source(path, read.fmt)
+        try:
+            select_columns(source, read.columns, read.label, read.ids)
+        finally:
+            source.close()
     own = workdir is None
     workdir = workdir or tempfile.mkdtemp(prefix="rfcli-sweep-")
     os.makedirs(workdir, exist_ok=True)
@@ -120,6 +126,20 @@ def sweep(
         if own and not keep:
             shutil.rmtree(workdir, ignore_errors=True)
     return results
+
+
+def check_plot(path: str, overwrite: bool = False) -> None:
+    """Before a sweep: the plot can be written (a .png path whose directory exists, not
+    an existing file without ``overwrite``) and matplotlib is installed."""
+    import importlib.util
+
+    from rfcli.io.writers import check_output_path
+
+    if not path.lower().endswith(".png"):
+        raise UsageError(f"{path}: the plot is a PNG image: give a path ending in .png")
+    check_output_path(path, overwrite)
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("plotting needs matplotlib: pip install 'rfcli[plot]' (or drop the plot)")
 
 
 def plot(results: list[dict[str, Any]], path: str, metric: str) -> None:

@@ -1,22 +1,34 @@
-"""The train job for svm and krr (``rfcli train``): passes over a store, hyperparameter
-selection on a validation split, model files.  The learners' numerics live in rfcli.learn;
-this module decides what to pass them.  GP regression: rfcli.jobs.train_gpr; using a model:
-rfcli.jobs.predict and rfcli.jobs.evaluate."""
+"""The train job for svm and krr (``rfcli train``): passes over a store, model selection by
+k-fold cross-validation, model files.  The learners' numerics live in rfcli.learn; this
+module decides what to pass them.  GP regression: rfcli.jobs.train_gpr; using a model:
+rfcli.jobs.predict and rfcli.jobs.evaluate.
+
+Model selection (C or alpha ``"auto"``, docs/learning.md): rows are split into
+``cv_folds`` folds by a keyed hash of (seed, global row index), so the folds do not depend
+on chunking or on the engine.  Every candidate is trained on each fold's complement and
+scored on the fold; the best mean score wins (among equals the most regularized: the
+smallest C, the largest alpha), the grid is extended by a decade on the side where the
+best lies at its edge (at most ``MAX_EXTENSIONS`` times), and the chosen value is refitted
+on all rows.  KRR: one pass gives every fold's statistics, each fold's candidates are
+solved from them; the SVM solves all folds (and classes) as one separable problem in the
+same passes, warm-started along increasing C, and the refit starts from the mean of the
+folds' solutions."""
 
 from __future__ import annotations
 
 import numbers
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rfcli.engines import open_engine
-from rfcli.errors import InputError, OutputError, ParameterTypeError, UsageError
+from rfcli.errors import InputError, OutputError, ParameterTypeError, UsageError, check_int
 from rfcli.io import location
 from rfcli.io.store import FeatureStore
-from rfcli.learn.data import StoreData, validation_mask
+from rfcli.learn.data import StoreData, default_cache_bytes, fold_ids
 from rfcli.learn.linear import LinearModel
 from rfcli.learn.model_file import save_model
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
@@ -26,7 +38,21 @@ from rfcli.memory import check_fits, learner_need, physical_memory
 from rfcli.progress import NullProgress, Progress
 
 MODELS = ("svm", "krr")
+#: the SVM's C candidates (extended by decades at the edges, see MAX_EXTENSIONS)
 C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
+#: C when it is not selected (C "auto" and cv_folds < 2)
+DEFAULT_C = 1.0
+#: alpha when it is not selected: this entry of rfcli.learn.ridge.alpha_candidates
+DEFAULT_ALPHA_INDEX = 4
+#: decades the grid is extended by, at most, on the side where the best value is at its edge
+MAX_EXTENSIONS = 2
+#: the SVM's cross-validation fits stop at this multiple of the refit's tolerance (their
+#: mean held-out accuracies moved by at most 0.0003 against 1e-7 on optdigits)
+CV_TOL_FACTOR = 100.0
+#: warm start of the next C on the path: the nearest solution, moved along the secant
+#: through the two nearest by this fraction of a step in log C (fewer passes: optdigits,
+#: 5 folds, C = 0.01..100: 185 instead of 253 at better objectives)
+PATH_STEP = 0.5
 
 
 @dataclass
@@ -37,11 +63,13 @@ class TrainSettings:
     alpha: float | str = "auto"
     loss: str = "squared_hinge"
     task: str | None = None  # krr: classification (one-hot) or regression; default from the label
-    val_fraction: float = 0.2
-    seed: int = 0
+    cv_folds: int = 5  # folds choosing C / alpha "auto"; 0 or 1: no selection (C = 1, middle alpha)
+    seed: int = 0  # the folds' hash
     max_iter: int = 1000
     tol: float = 1e-7
-    cache_bytes: int = 256 << 20
+    #: svm: the rows kept in memory between passes (decoded features if they fit, else the
+    #: packed codes); None: min(2 GiB, physical memory / 4); 0: every pass reads the store
+    cache_bytes: int | None = None
     memory: int | None = None  # budget in bytes (default: physical memory)
 
 
@@ -64,11 +92,9 @@ def check_output(output: str | None, overwrite: bool) -> None:
 def _check(settings: TrainSettings) -> None:
     if settings.model not in MODELS:
         raise UsageError(f"model must be one of {', '.join(MODELS)}, got {settings.model!r}")
-    vf = settings.val_fraction
-    if isinstance(vf, bool) or not isinstance(vf, numbers.Real):
-        raise ParameterTypeError(f"val_fraction must be a number in [0, 1), got {vf!r}")
-    if not 0 <= vf < 1:
-        raise UsageError(f"val_fraction must be in [0, 1), got {vf}")
+    check_int(settings.cv_folds, "cv_folds", 0)
+    if settings.cache_bytes is not None:
+        check_int(settings.cache_bytes, "cache_bytes", 0)
     if settings.loss not in LOSSES:
         raise UsageError(f"loss must be one of {', '.join(LOSSES)}, got {settings.loss!r}")
     for name in ("C", "alpha"):
@@ -101,30 +127,40 @@ def train(
     check_output(output, overwrite)
     t0 = time.perf_counter()
     store = FeatureStore(store_path)
-    # the SVM makes hundreds of passes: keep its packed codes in memory if they fit the
-    # budget; ridge makes one or two and reads the store each time (flat memory)
-    cache = settings.cache_bytes if settings.model == "svm" else 0
+    svm = settings.model == "svm"
     budget = settings.memory or physical_memory()
     m = store.n_features
     # decoded chunks of about 16 MiB of float32 features (fewer rows when --memory is small)
     chunk_rows = max(256, min(8192, store.chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
-    data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=cache)
+    data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=0)
     targets = _read_targets(data, settings, progress)
-    need = learner_need(settings.model, m, targets.n_outputs) + 3 * 4 * chunk_rows * m
+    k = targets.n_outputs if not svm else (1 if targets.n_outputs == 2 else targets.n_outputs)
+    folds = _n_folds(settings)
+    need = learner_need(settings.model, m, k, folds) + 3 * 4 * chunk_rows * m
+    # each fold's (or the one) RidgeStats buffers its float32 rows for one block product
+    need += max(folds if not svm else 1, 1) * RidgeStats.SUB_ROWS32 * (m + k) * 4
     check_fits(
         f"{settings.model.upper()} with m = {m} features",
         need,
         budget,
         "use a store with fewer features" + (" or raise memory" if settings.memory else ""),
     )
-    if settings.model == "svm" and settings.memory:
-        data.set_cache_budget(max(0, min(cache, budget - need)))
+    if svm:
+        # the SVM makes hundreds of passes: keep its rows in memory if the budget allows
+        # (decoded features, else packed codes); ridge makes one to three passes and reads
+        # the store each time (flat memory)
+        cache = default_cache_bytes() if settings.cache_bytes is None else settings.cache_bytes
+        if settings.memory:
+            cache = max(0, min(cache, budget - need))
+        data.set_cache_budget(cache, cache)
     with open_engine(engine, dask, progress) as eng:
-        passes = eng.passes(data, cache=settings.model == "svm")
+        passes = eng.passes(data, cache=svm)
         if settings.model == "krr":
-            model, report = _train_ridge(passes, targets, settings)
+            model, report = _train_ridge(passes, targets, settings, progress)
         else:
             model, report = _train_svm(passes, targets, settings, progress)
+    if svm:
+        report["cache"] = _cache_report(data, eng.name)
     report.update({"rows": store.n_rows, "features": store.n_features, "bits": store.bits})
     secs = time.perf_counter() - t0
     report["seconds"] = secs
@@ -168,106 +204,240 @@ def _read_targets(data: StoreData, settings: TrainSettings, progress: Progress) 
     return targets
 
 
+def _n_folds(settings: TrainSettings) -> int:
+    """Folds of the cross-validation the settings ask for (0: no selection)."""
+    auto = settings.C if settings.model == "svm" else settings.alpha
+    return settings.cv_folds if auto == "auto" and settings.cv_folds >= 2 else 0
+
+
+def _cache_report(data: StoreData, engine: str) -> dict[str, Any]:
+    if engine != "local":  # the workers keep their slices' packed codes (rfcli.engines.dask)
+        return {"kind": "packed", "bytes": data.packed_bytes, "where": f"{engine} workers"}
+    return {"kind": data.cache_kind, "bytes": data.cache_size, "where": "this process"}
+
+
+def fold_sizes(seed: int, n_rows: int, n_folds: int, block: int = 1 << 20) -> np.ndarray:
+    """Rows in each cross-validation fold (see :func:`rfcli.learn.data.fold_ids`)."""
+    counts = np.zeros(n_folds, dtype=np.int64)
+    for r0 in range(0, n_rows, block):
+        counts += np.bincount(
+            fold_ids(seed, r0, min(block, n_rows - r0), n_folds), minlength=n_folds
+        )
+    return counts
+
+
+def _check_folds(sizes: np.ndarray, n_rows: int) -> None:
+    if (sizes == 0).any() or (sizes == n_rows).any():
+        raise InputError(
+            f"{len(sizes)}-fold cross-validation needs rows in every fold and outside it; "
+            f"{n_rows} row(s) give folds of {', '.join(map(str, sizes))} rows: use fewer "
+            "cv_folds or give the value (C / alpha)"
+        )
+
+
 # -- pass functions (run by an engine on all rows or on one slice; results are additive) ----
-def _split_stats_pass(data, targets, tune: bool, seed: int, val_fraction: float):
-    """Least-squares statistics (Phi'Phi, Phi'Y, ...), kept separately for the training and
-    validation rows when ``tune`` (else everything goes to the first).  ``targets=None``:
-    one zero column (the SVM's preconditioner needs only Phi'Phi)."""
+def _fold_stats_pass(data, targets, seed: int, n_folds: int) -> list[RidgeStats]:
+    """Least-squares statistics (Phi'Phi, Phi'Y, ...) of each fold's rows (``n_folds`` < 2:
+    one, of all rows).  ``targets=None``: one zero column (the SVM's preconditioner needs
+    only Phi'Phi)."""
     m = data.encoder.n_features
     k = targets.n_outputs if targets is not None else 1
-    fit, val = RidgeStats(m, k), RidgeStats(m, k)
+    stats = [RidgeStats(m, k) for _ in range(max(n_folds, 1))]
     for batch in data.batches():
         Y = targets.encode(batch.y) if targets is not None else np.zeros((len(batch), 1))
-        if tune:
-            vm = validation_mask(seed, batch.row0, len(batch), val_fraction)
-            fit.update(batch.F[~vm], Y[~vm])
-            val.update(batch.F[vm], Y[vm])
-        else:
-            fit.update(batch.F, Y)
-    return fit, val
-
-
-def _correct_pass(data, targets, W: np.ndarray, b: np.ndarray, n_sol: int, seed, val_fraction):
-    """Validation rows predicted correctly by each of ``n_sol`` linear models stacked in
-    ``W`` (m, n_sol k), ``b``; k = 1 is a binary SVM (class 1 when the score is positive).
-    Returns (correct per model, validation rows)."""
-    k = len(b) // n_sol
-    correct = np.zeros(n_sol)
-    n = 0
-    for batch in data.batches():
-        vm = validation_mask(seed, batch.row0, len(batch), val_fraction)
-        if not vm.any():
+        if n_folds < 2:
+            stats[0].update(batch.F, Y)
             continue
-        S = ((batch.F[vm] @ W).astype(np.float64) + b).reshape(-1, n_sol, k)
-        pred = (S[:, :, 0] > 0).astype(int) if k == 1 else S.argmax(axis=2)
-        correct += (pred == targets.index(batch.y[vm])[:, None]).sum(0)
-        n += int(vm.sum())
-    return correct, n
+        fid = fold_ids(seed, batch.row0, len(batch), n_folds)
+        for f in range(n_folds):
+            sel = fid == f
+            if sel.any():
+                stats[f].update(batch.F[sel], Y[sel])
+    return stats
 
 
-def _svm_pass(data, targets, which: str, seed, val_fraction, W32, b, C, loss, delta):
-    """The SVM objective's loss sum and gradient over the rows of ``which`` (all, train)."""
+def _fold_correct_pass(data, targets, seed: int, n_folds: int, Ws, bs, n_sol: int):
+    """Held-out rows predicted correctly: the rows of fold f by each of the ``n_sol`` linear
+    models stacked in ``Ws[f]`` (m, n_sol k) and ``bs[f]``; k = 1 is a binary SVM (class 1
+    when the score is positive).  Returns correct counts (n_folds, n_sol)."""
+    k = bs.shape[1] // n_sol
+    correct = np.zeros((n_folds, n_sol))
+    for batch in data.batches():
+        fid = fold_ids(seed, batch.row0, len(batch), n_folds)
+        idx = targets.index(batch.y)
+        for f in range(n_folds):
+            sel = fid == f
+            if not sel.any():
+                continue
+            S = ((batch.F[sel] @ Ws[f]).astype(np.float64) + bs[f]).reshape(-1, n_sol, k)
+            pred = (S[:, :, 0] > 0).astype(int) if k == 1 else S.argmax(axis=2)
+            correct[f] += (pred == idx[sel][:, None]).sum(0)
+    return correct
 
-    def rows():
-        k = W32.shape[1]
-        for batch in data.batches():
-            F, y = batch.F, batch.y
-            if which == "train":
-                sel = ~validation_mask(seed, batch.row0, len(batch), val_fraction)
-                if not sel.any():
-                    continue
-                F, y = F[sel], y[sel]
-            idx = targets.index(y)
-            if k == 1:
-                yield F, np.where(idx == 1, 1.0, -1.0)[:, None]
-            else:
-                Y = -np.ones((len(idx), k))
-                Y[np.arange(len(idx)), idx] = 1.0
-                yield F, Y
 
-    return loss_terms(rows(), W32, b, C, loss, delta)
+def _svm_rows(data, targets, k: int, seed: int, n_folds: int):
+    """(F, Ypm, mask) per batch for the stacked problem: column j is the one-vs-rest
+    problem of class j % k (k = 1: class 1 against class 0) on the training rows of fold
+    j // k (``n_folds`` < 2: one problem per class on all rows, no mask)."""
+    cols = np.arange(k * max(n_folds, 1))
+    pos = cols % k if k > 1 else np.ones(len(cols), dtype=np.int64)
+    held_out = cols // k
+    for batch in data.batches():
+        idx = targets.index(batch.y)
+        Y = np.where(idx[:, None] == pos[None, :], 1.0, -1.0)
+        mask = None
+        if n_folds >= 2:
+            mask = fold_ids(seed, batch.row0, len(batch), n_folds)[:, None] != held_out[None, :]
+        yield batch.F, Y, mask
+
+
+def _svm_pass(data, targets, k, seed, n_folds, W32, b, C, loss, delta):
+    """The SVM objective's loss sums (per column) and gradient (see :func:`_svm_rows`)."""
+    return loss_terms(_svm_rows(data, targets, k, seed, n_folds), W32, b, C, loss, delta)
+
+
+# -- model selection ------------------------------------------------------------------------
+def _select(
+    grid,
+    evaluate: Callable[[list[float]], dict[float, list[float]]],
+    lower_is_better: bool,
+    prefer_larger: bool,
+) -> dict[str, Any]:
+    """Grid search over ``grid`` with ``evaluate(values) -> {value: per-fold scores}``: the
+    best mean, among equal means the largest value with ``prefer_larger`` (alpha: the most
+    regularized), else the smallest (C); while it lies at the edge of the values tried,
+    one more decade on that side (at most MAX_EXTENSIONS per side).  (Equal means are
+    common: accuracy plateaus, e.g. over the smallest alphas of KRR with many rows.)"""
+    folds: dict[float, list[float]] = dict(evaluate(sorted(float(v) for v in grid)))
+    extended: list[float] = []
+    ext = {"lower": 0, "upper": 0}
+    while True:
+        values = sorted(folds)
+        means = np.array([np.mean(folds[v]) for v in values])
+        best = _best(means, lower_is_better, prefer_larger)
+        side = "lower" if best == 0 else "upper" if best == len(values) - 1 else None
+        if side is None or ext[side] >= MAX_EXTENSIONS:
+            break
+        ext[side] += 1
+        new = values[0] / 10 if side == "lower" else values[-1] * 10
+        extended.append(new)
+        folds.update(evaluate([new]))
+    return {
+        "values": values,
+        "mean": dict(zip(values, map(float, means), strict=True)),
+        "folds": {v: [float(x) for x in folds[v]] for v in values},
+        "best": values[best],
+        "extended": extended,
+        "edge": side,
+    }
+
+
+def _best(means: np.ndarray, lower_is_better: bool, prefer_larger: bool) -> int:
+    """Index of the best of ``means`` (of values in increasing order); among means equal
+    up to rounding the last with ``prefer_larger``, else the first."""
+    key = -means if lower_is_better else means
+    ties = np.flatnonzero(key >= key.max() - 1e-12 * max(1.0, abs(key.max())))
+    return int(ties[-1] if prefer_larger else ties[0])
+
+
+def _cv_report(name: str, metric: str, n_folds: int, sizes, sel: dict) -> dict[str, Any]:
+    """The report's record of a selection, and its warning when the best value is still at
+    the edge of the (extended) grid."""
+    cv = {
+        "parameter": name,
+        "folds": n_folds,
+        "fold_rows": [int(x) for x in sizes],
+        "metric": metric,
+        "grid": sel["values"],
+        "extended": sel["extended"],
+        "mean": sel["mean"],
+        "fold_scores": sel["folds"],
+        "chosen": sel["best"],
+        "warning": None,
+    }
+    if sel["edge"] is not None and len(sel["values"]) > 1:
+        more = "smaller" if sel["edge"] == "lower" else "larger"
+        cv["warning"] = (
+            f"{name}={sel['best']:.4g} is at the {sel['edge']} edge of the grid "
+            f"({sel['values'][0]:.4g} .. {sel['values'][-1]:.4g}, extended by "
+            f"{len(sel['extended'])} decade(s)): a {more} {name} might score better"
+        )
+    return cv
 
 
 # -- ridge ----------------------------------------------------------------------------------
-def _train_ridge(passes, targets: Targets, s: TrainSettings):
+def _train_ridge(passes, targets: Targets, s: TrainSettings, progress: Progress):
     k = targets.n_outputs
-    tune = s.alpha == "auto" and s.val_fraction > 0
-    title = "ridge: Phi'Phi"
-    fit, val = passes.reduce(_split_stats_pass, targets, tune, s.seed, s.val_fraction, title=title)
+    nf = _n_folds(s)
+    stats = passes.reduce(_fold_stats_pass, targets, s.seed, nf, title="ridge: Phi'Phi")
+    total = stats[0]
+    for st in stats[1:]:
+        total = total + st
     report: dict[str, Any] = {"model": "krr", "task": targets.task}
-    if tune:
-        Gc, FtYc = fit.centred()
-        cands = alpha_candidates(Gc)
-        sols = [fit.solve(a, Gc, FtYc) for a in cands]
-        if targets.task == "regression":
-            scores = [-val.sse(W, b) / max(val.n, 1) for W, b in sols]
-            report["validation_mse"] = dict(
-                zip(map(float, cands), (-x for x in scores), strict=True)
-            )
-        else:
-            scores = _val_accuracy(passes, targets, s, sols, "validation")
-            report["validation_accuracy"] = dict(zip(map(float, cands), scores, strict=True))
-        alpha = float(cands[int(np.argmax(scores))])
-        fit += val
+    if nf:
+        sizes = np.array([st.n for st in stats])
+        _check_folds(sizes, total.n)
+        sel = _ridge_select(passes, targets, s, stats, total, sizes)
+        alpha = sel["best"]
+        cv = _cv_report("alpha", "mse" if targets.task == "regression" else "accuracy", nf,
+                        sizes, sel)  # fmt: skip
+        report["cv"] = cv
+        key = "validation_mse" if targets.task == "regression" else "validation_accuracy"
+        report[key] = cv["mean"]
+    elif s.alpha != "auto":
+        alpha = float(s.alpha)
     else:
-        alpha = (
-            float(s.alpha) if s.alpha != "auto" else float(alpha_candidates(fit.centred()[0])[4])
-        )
-    W, b = fit.solve(alpha)
-    report.update({"alpha": alpha, "train_mse": fit.sse(W, b) / max(fit.n, 1) / k})
+        alpha = float(alpha_candidates(total.centred()[0])[DEFAULT_ALPHA_INDEX])
+    W, b = total.solve(alpha)
+    report.update({"alpha": alpha, "train_mse": total.sse(W, b) / max(total.n, 1) / k})
     return RidgeModel(targets, W, b, s.normalized), report
 
 
-def _val_accuracy(passes, targets, s, sols, title, what="alpha/C") -> list[float]:
-    """Validation accuracy of several (W, b) at once, in one pass over validation rows."""
-    Wall = np.concatenate([W for W, _ in sols], axis=1).astype(np.float32)
-    ball = np.concatenate([b for _, b in sols])
-    correct, n = passes.reduce(
-        _correct_pass, targets, Wall, ball, len(sols), s.seed, s.val_fraction, title=title
-    )
-    if n == 0:
-        raise InputError(f"the validation split is empty; use a larger val_fraction or give {what}")
-    return list(correct / n)
+class _FoldSolver:
+    """Ridge solutions of one fold's training rows (all rows but the fold's) for any alpha,
+    from one eigendecomposition of the centred Gram matrix:
+    ``W(alpha) = U (S + alpha)^-1 U' Phi_c'Y_c``.  ``total`` and ``fold``: settled
+    statistics (a sum settles its terms)."""
+
+    def __init__(self, total: RidgeStats, fold: RidgeStats):
+        tr = RidgeStats(total.m, total.k)
+        tr.S, tr.n = total.S - fold.S, total.n - fold.n
+        Gc, FtYc = tr.centred()
+        import scipy.linalg as sla
+
+        self.evals, self.U = sla.eigh(Gc, check_finite=False)
+        self.evals = np.maximum(self.evals, 0.0)
+        self.UtB = self.U.T @ FtYc
+        self.sF, self.sY, self.n = tr.sF, tr.sY, tr.n
+
+    def solve(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        W = self.U @ (self.UtB / (self.evals + alpha)[:, None])
+        return W, (self.sY - self.sF @ W) / max(self.n, 1)
+
+
+def _ridge_select(passes, targets, s, stats, total, sizes) -> dict[str, Any]:
+    """alpha by cross-validation: every fold's solutions from the statistics of one pass;
+    regression MSE from the held-out fold's statistics alone, classification accuracy
+    from one pass scoring every (fold, alpha) at once (one more per grid extension)."""
+    nf, k = len(stats), targets.n_outputs
+    solvers = [_FoldSolver(total, st) for st in stats]
+    grid = alpha_candidates(total.centred()[0])
+
+    def evaluate(alphas: list[float]) -> dict[float, list[float]]:
+        sols = [[sv.solve(a) for a in alphas] for sv in solvers]  # [fold][alpha]
+        if targets.task == "regression":
+            return {
+                a: [stats[f].sse(*sols[f][j]) / (stats[f].n * k) for f in range(nf)]
+                for j, a in enumerate(alphas)
+            }
+        Ws = np.stack([np.hstack([W for W, _ in sols[f]]) for f in range(nf)]).astype(np.float32)
+        bs = np.stack([np.concatenate([b for _, b in sols[f]]) for f in range(nf)])
+        correct = passes.reduce(_fold_correct_pass, targets, s.seed, nf, Ws, bs, len(alphas),
+                                title="ridge: scoring the folds")  # fmt: skip
+        acc = correct / sizes[:, None]
+        return {a: list(acc[:, j]) for j, a in enumerate(alphas)}
+
+    return _select(grid, evaluate, targets.task == "regression", prefer_larger=True)
 
 
 # -- SVM ------------------------------------------------------------------------------------
@@ -275,49 +445,103 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     m = passes.data.encoder.n_features
     K = len(targets.classes)
     k = 1 if K == 2 else K
-
-    def objective(which, task):
-        def one_pass(W32, b, C, delta):  # progress: rows read, summed over passes
-            out = passes.reduce(
-                _svm_pass, targets, which, s.seed, s.val_fraction, W32, b, C, s.loss, delta
-            )
-            task.advance(passes.n_rows)
-            return out
-
-        return one_pass
-
+    nf = _n_folds(s)
+    n = passes.n_rows
     report: dict[str, Any] = {"model": "svm", "task": "classification", "loss": s.loss}
-    tune = s.C == "auto" and s.val_fraction > 0
-    # one pass: the feature Gram matrices (train / validation rows) for the preconditioner
-    fit_stats, val_stats = passes.reduce(
-        _split_stats_pass, None, tune, s.seed, s.val_fraction, title="svm: Gram matrix"
-    )
-    fitkw = dict(loss=s.loss, max_iter=s.max_iter, tol=s.tol)
+    # one pass: the feature Gram matrix, for the preconditioner
+    (stats,) = passes.reduce(_fold_stats_pass, None, s.seed, 0, title="svm: Gram matrix")
+    gram = _augmented_gram(stats)
+    fitkw = dict(loss=s.loss, max_iter=s.max_iter)
+    counted = {"passes": 1}
+
+    def fit(C, n_folds, warm, title):
+        """One fit of the stacked problem (all folds' or all rows' classes) at C."""
+        ncol = k * max(n_folds, 1)
+        g = gram if n_folds < 2 else gram * (1.0 - 1.0 / n_folds)  # the folds' mean Gram
+        with progress.task(title, None) as task:
+
+            def one_pass(W32, b, C, delta):  # progress: rows read, summed over passes
+                out = passes.reduce(_svm_pass, targets, k, s.seed, n_folds, W32, b, C, s.loss,
+                                    delta)  # fmt: skip
+                task.advance(n)
+                return out
+
+            tol = s.tol * (CV_TOL_FACTOR if n_folds >= 2 else 1.0)
+            W, b, rep = fit_svm(one_pass, m, ncol, C, warm=warm, gram=g, tol=tol, **fitkw)
+        counted["passes"] += rep["passes"]
+        return W, b, rep
+
     warm = None
-    if tune:
-        gram = _augmented_gram(fit_stats)
-        val_acc = {}
-        best = (-1.0, None, None)
-        for C in C_GRID:
-            with progress.task(f"svm C={C:g}", None) as task:
-                W, b, rep = fit_svm(objective("train", task), m, k, C, warm=warm, gram=gram,
-                                    **fitkw)  # fmt: skip
-            warm = (W, b)
-            (acc,) = _val_accuracy(passes, targets, s, [(W, b)], None, "C")
-            val_acc[C] = acc
-            if acc > best[0]:
-                best = (acc, C, (W, b))
-        report["validation_accuracy"] = val_acc
-        C, warm = best[1], best[2]
-        fit_stats += val_stats
+    if nf:
+        sizes = fold_sizes(s.seed, n, nf)
+        _check_folds(sizes, n)
+        sel, warm = _svm_select(passes, targets, s, k, nf, sizes, fit, counted)
+        C = sel["best"]
+        cv = _cv_report("C", "accuracy", nf, sizes, sel)
+        cv["passes"] = sel["passes"]
+        report["cv"] = cv
+        report["validation_accuracy"] = cv["mean"]
     else:
-        C = float(s.C) if s.C != "auto" else 1.0
-    with progress.task(f"svm C={C:g} (all rows)", None) as task:
-        W, b, rep = fit_svm(
-            objective("all", task), m, k, C, warm=warm, gram=_augmented_gram(fit_stats), **fitkw
-        )
+        C = float(s.C) if s.C != "auto" else DEFAULT_C
+    W, b, rep = fit(C, 0, warm, f"svm C={C:g} (all rows)")
     report.update(rep)
+    report["total_passes"] = counted["passes"]
     return LinearSVM(targets, W, b, s.normalized), report
+
+
+def _svm_select(passes, targets, s, k, nf, sizes, fit, counted):
+    """C by cross-validation: for each C (increasing, warm-started from the nearest C done),
+    all folds' one-vs-rest problems as one stacked problem; then one pass scores every
+    fold's held-out rows.  Returns the selection and the refit's warm start (the mean of
+    the chosen C's fold solutions)."""
+    m = passes.data.encoder.n_features
+    sols: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+    fit_passes: dict[float, int] = {}
+    mean: dict[float, float] = {}
+
+    def evaluate(Cs: list[float]) -> dict[float, list[float]]:
+        out = {}
+        for C in Cs:
+            warm = _path_start(sols, C)
+            W, b, rep = fit(C, nf, warm, f"svm C={C:g} ({nf}-fold cross-validation)")
+            sols[C] = (W, b)
+            fit_passes[C] = rep["passes"]
+            Ws = W.reshape(m, nf, k).transpose(1, 0, 2).astype(np.float32)
+            correct = passes.reduce(_fold_correct_pass, targets, s.seed, nf, Ws, b.reshape(nf, k),
+                                    1, title=None)  # fmt: skip
+            counted["passes"] += 1
+            out[C] = list(correct[:, 0] / sizes)
+            mean[C] = float(np.mean(out[C]))
+            # keep the solutions that can still be needed: the two at each end of the grid
+            # (warm starts of an extension) and the best so far (the refit's warm start)
+            done = sorted(sols)
+            best = done[_best(np.array([mean[c] for c in done]), False, False)]
+            for c in done[2:-2]:
+                if c != best:
+                    del sols[c]
+        return out
+
+    sel = _select(C_GRID, evaluate, lower_is_better=False, prefer_larger=False)
+    sel["passes"] = {C: fit_passes[C] for C in sel["values"]}
+    W, b = sols[sel["best"]]
+    warm = (W.reshape(m, nf, k).mean(axis=1), b.reshape(nf, k).mean(axis=0))
+    return sel, warm
+
+
+def _path_start(sols: dict, C: float):
+    """Warm start at C from the solutions at other C: the nearest (in log C), moved by
+    PATH_STEP of the secant step through it and the next one beyond it (when there is
+    one), scaled to the distance in log C."""
+    if not sols:
+        return None
+    a = min(sols, key=lambda c: abs(np.log(c / C)))
+    beyond = [c for c in sols if (c < a if a < C else c > a)]
+    if not beyond:
+        return sols[a]
+    b = min(beyond, key=lambda c: abs(np.log(c / a)))
+    t = PATH_STEP * np.log(C / a) / np.log(a / b)
+    (Wa, ba), (Wb, bb) = sols[a], sols[b]
+    return Wa + t * (Wa - Wb), ba + t * (ba - bb)
 
 
 def _augmented_gram(stats: RidgeStats) -> np.ndarray:

@@ -1,6 +1,11 @@
-"""Feature chunks for learners: decoded from a store (several passes, optional in-memory
-cache of the *packed* codes) or encoded on the fly from raw input.  The float feature
-matrix is never materialized whole: each pass decodes a chunk, hands it over, drops it.
+"""Feature chunks for learners: decoded from a store (several passes) or encoded on the fly
+from raw input.
+
+A store's passes can keep the data in memory between passes, within a byte budget: the
+*decoded* float32 features (later passes then cost only the learner's arithmetic) when
+they fit ``decoded_bytes``, else the *packed* codes (16x smaller at 2 bits; later passes
+decode them again) when they fit ``cache_bytes``, else nothing (every pass reads and
+decodes the store, chunk by chunk, and the float feature matrix never exists whole).
 """
 
 from __future__ import annotations
@@ -21,6 +26,20 @@ from rfcli.random import keyed_uniform
 #: packed codes up to this size are kept in memory between passes (compressed: 2-bit
 #: codes of 1M rows x 4096 features are 1 GiB)
 DEFAULT_CACHE_BYTES = 1 << 30
+#: the most memory a learner's in-memory copy of its data takes by default: 2 GiB, and at
+#: most a quarter of the machine's memory (see :func:`default_cache_bytes`)
+MAX_DEFAULT_CACHE_BYTES = 2 << 30
+
+#: salt of the fold hash (so folds are not the same draw as other keyed hashes of a seed)
+_FOLD_KEY = 104729
+
+
+def default_cache_bytes() -> int:
+    """The default in-memory data budget of a many-pass learner: min(2 GiB, physical
+    memory / 4)."""
+    from rfcli.memory import physical_memory
+
+    return int(min(MAX_DEFAULT_CACHE_BYTES, physical_memory() // 4))
 
 
 @dataclass
@@ -34,17 +53,34 @@ class Batch:
         return self.F.shape[0]
 
 
-def validation_mask(seed: int, row0: int, n: int, fraction: float) -> np.ndarray:
-    """True for rows in the validation split: a hash of (seed, global row) < fraction, so the
-    split does not depend on chunking."""
-    if fraction <= 0:
-        return np.zeros(n, dtype=bool)
-    return keyed_uniform(seed + 7919, np.arange(row0, row0 + n), 1)[:, 0] < fraction
+def fold_ids(seed: int, row0: int, n: int, n_folds: int) -> np.ndarray:
+    """The cross-validation fold (0 .. n_folds-1) of global rows ``row0 .. row0+n-1``.
+
+    Rows go in consecutive blocks of ``n_folds`` (global row // n_folds); each block is
+    dealt to the folds in the order of a random permutation drawn from a keyed hash of
+    (seed, block index).  So a row's fold is a pure function of (seed, global row index):
+    it depends neither on chunking nor on the engine; fold sizes differ by at most one
+    row; and rows stored in label order (or any order) are spread evenly over the
+    folds."""
+    if n <= 0:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.arange(row0, row0 + n)
+    blocks = rows // n_folds
+    first = int(blocks[0])
+    u = keyed_uniform(seed + _FOLD_KEY, np.arange(first, int(blocks[-1]) + 1), n_folds)
+    # the rank of each position's hash within its block: a uniform random permutation
+    perm = np.argsort(np.argsort(u, axis=1, kind="stable"), axis=1, kind="stable")
+    return perm[blocks - first, rows % n_folds].astype(np.int64)
 
 
 class StoreData:
     """Passes over a store's decoded features and labels (rows ``start .. stop-1``: all of
-    them, or one slice of the Dask engine)."""
+    them, or one slice of the Dask engine).
+
+    Between passes the rows are kept in memory when a budget allows (see the module
+    docstring): decoded features up to ``decoded_bytes`` (0: never), else packed codes up
+    to ``cache_bytes``.  Cached feature chunks are handed out read-only, the same arrays on
+    every pass (a pass must not modify ``batch.F`` in place)."""
 
     def __init__(
         self,
@@ -54,6 +90,7 @@ class StoreData:
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         start: int = 0,
         stop: int | None = None,
+        decoded_bytes: int = 0,
     ):
         self.store = store
         self.encoder: Encoder = store.encoder
@@ -63,15 +100,42 @@ class StoreData:
         self.stop = store.n_rows if stop is None else min(stop, store.n_rows)
         self.n_rows = max(self.stop - self.start, 0)
         self._cache: list[tuple[EncodedChunk, np.ndarray | None]] | None = None
+        self._decoded: list[tuple[int, np.ndarray, np.ndarray | None]] | None = None
         self._cached = False
-        self.set_cache_budget(cache_bytes)
+        self.set_cache_budget(cache_bytes, decoded_bytes)
 
-    def set_cache_budget(self, cache_bytes: int) -> None:
-        """Keep the packed codes in memory between passes if they fit ``cache_bytes``
-        (before the first pass)."""
-        packed_bytes = self.n_rows * self.store.layout["row_bytes"]
-        if not self._cached:
-            self._cache = [] if packed_bytes <= cache_bytes else None
+    @property
+    def packed_bytes(self) -> int:
+        """Memory of the packed codes (and per-row norms, scales, labels) of these rows."""
+        return self.n_rows * (self.store.layout["row_bytes"] + 16)
+
+    @property
+    def decoded_size(self) -> int:
+        """Memory of the decoded float32 features (and labels) of these rows."""
+        return self.n_rows * (4 * self.encoder.n_features + 8)
+
+    def set_cache_budget(self, cache_bytes: int, decoded_bytes: int = 0) -> None:
+        """Keep the decoded features in memory between passes if they fit ``decoded_bytes``,
+        else the packed codes if they fit ``cache_bytes`` (before the first pass; no effect
+        after it)."""
+        if self._cached:
+            return
+        self._decoded = [] if 0 < self.decoded_size <= decoded_bytes else None
+        packed = self._decoded is None and self.packed_bytes <= cache_bytes
+        self._cache = [] if packed else None
+
+    @property
+    def cache_kind(self) -> str:
+        """What the passes keep in memory: ``"decoded"``, ``"packed"`` or ``"none"``."""
+        if self._decoded is not None:
+            return "decoded"
+        return "packed" if self._cache is not None else "none"
+
+    @property
+    def cache_size(self) -> int:
+        """Bytes that :attr:`cache_kind` keeps (0 for none)."""
+        kind = self.cache_kind
+        return {"decoded": self.decoded_size, "packed": self.packed_bytes}.get(kind, 0)
 
     @property
     def label_name(self) -> str | None:
@@ -82,6 +146,8 @@ class StoreData:
             yield from self._cache
             return
         fill = self._cache is not None
+        if fill:
+            self._cache = []  # (an abandoned pass left a partial list)
         for ch in self.store.iter_encoded(self.chunk_rows, self.start, self.stop):
             item = (ch, self.store.label_values(ch.row0, ch.row0 + len(ch.packed)))
             if fill:
@@ -89,9 +155,30 @@ class StoreData:
             yield item
         self._cached = fill
 
+    def _features(self) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
+        """(row0, decoded features, label values) per chunk: from the decoded cache when it
+        is filled, else decoded now (and kept when the decoded cache is on)."""
+        if self._cached and self._decoded is not None:
+            yield from self._decoded
+            return
+        keep = self._decoded is not None
+        if keep:
+            self._decoded = []
+        dec = self.encoder.decode
+        for ch, y in self._encoded():
+            F = dec(ch.packed, ch.norms, ch.row_scale, self.normalized)
+            if keep:
+                F.flags.writeable = False  # shared by every later pass
+                if y is not None:
+                    y.flags.writeable = False
+                self._decoded.append((ch.row0, F, y))
+            yield ch.row0, F, y
+        if keep:
+            self._cached = True  # only after a complete pass (an abandoned one refills)
+
     def load(self) -> None:
-        """Read the packed codes into the cache now (when the budget allows a cache)."""
-        for _ in self._encoded():
+        """Fill the cache now (when the budget allows one)."""
+        for _ in self._features() if self._decoded is not None else self._encoded():
             pass
 
     def labels(self) -> Iterator[tuple[int, np.ndarray]]:
@@ -100,6 +187,10 @@ class StoreData:
             raise InputError(
                 f"{self.store.path}: the store has no label column (encode it with a label)"
             )
+        if self._cached and self._decoded is not None:
+            for r0, _, y in self._decoded:
+                yield r0, y
+            return
         if self._cached:
             for ch, y in self._cache:
                 yield ch.row0, y
@@ -108,11 +199,9 @@ class StoreData:
             yield r0, self.store.label_values(r0, min(r0 + self.chunk_rows, self.stop))
 
     def batches(self, with_ids: bool = False) -> Iterator[Batch]:
-        dec = self.encoder.decode
-        for ch, y in self._encoded():
-            n = len(ch.packed)
-            ids = self.store.ids(ch.row0, ch.row0 + n) if with_ids else {}
-            yield Batch(ch.row0, dec(ch.packed, ch.norms, ch.row_scale, self.normalized), y, ids)
+        for r0, F, y in self._features():
+            ids = self.store.ids(r0, r0 + len(F)) if with_ids else {}
+            yield Batch(r0, F, y, ids)
 
 
 class RawData:

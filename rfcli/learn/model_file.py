@@ -17,6 +17,7 @@ from rfcli.encoder import Encoder
 from rfcli.errors import ConfigError, InputError, OutputError
 from rfcli.io import location
 from rfcli.io.atomic import atomic_write
+from rfcli.io.kinds import kind_of, not_a_model
 from rfcli.learn.linear import LinearModel
 from rfcli.registry import require
 
@@ -59,10 +60,13 @@ def save_model(
 def load_model(path: str) -> tuple[LinearModel, Encoder, dict[str, Any]]:
     path = location.normalize(path)
     if not location.isfile(path):
-        raise InputError(f"{path}: no such model file")
+        raise InputError(not_a_model(path) or f"{path}: no such model file")
     src = io.BytesIO(location.read_bytes(path)) if location.is_url(path) else path
     if not zipfile.is_zipfile(src):
-        raise ConfigError(f"{path}: not an rfcli model file (not a .npz archive)")
+        known = not location.is_url(path) and kind_of(path) in ("parquet", "npy", "json")
+        raise ConfigError(
+            not_a_model(path) if known else f"{path}: not an rfcli model file (not a .npz archive)"
+        )
     try:
         with np.load(src, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}

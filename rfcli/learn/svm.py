@@ -5,18 +5,33 @@ Primal, all classes at once (the objective is separable over classes)::
 
     min_{W,b}  1/2 ||W||_F^2 + C sum_i sum_k loss(1 - y_ik (phi_i'w_k + b_k)),  y_ik in {-1, +1}
 
-with ``loss(u) = max(0, u)^2`` (squared hinge, default) or ``max(0, u)`` (hinge).
-Solved by L-BFGS-B (scipy) with exact full-pass gradients: each function evaluation is
-one pass over the data, decoding a chunk, using it and dropping it.  The problem is
-preconditioned with the Gram matrix of the features (one extra pass, the same statistics
-as ridge regression): L-BFGS runs in ``V = L'[W; b]``, ``L L' = I + 2 C rho Phi'Phi``, which
-cuts the passes needed by an order of magnitude on random features (whose covariance
-spectrum decays like the kernel's).  Stops when the relative objective reduction is below
-``tol`` (scipy's ftol).  The squared hinge is
-differentiable with a Lipschitz gradient, so L-BFGS converges properly.  The hinge is
-not differentiable; it is minimized through Huber-smoothed hinges with width delta
+with ``loss(u) = max(0, u)^2`` (squared hinge, default) or ``max(0, u)`` (hinge).  The
+columns k are independent problems; they may also be the same classes on other rows (the
+training rows of each cross-validation fold, given by a mask): one pass then serves all
+of them.  Solved by L-BFGS-B (scipy) with exact full-pass gradients: each function
+evaluation is one pass over the data.  The problem is preconditioned with the Gram matrix
+of the features (one extra pass, the same statistics as ridge regression): L-BFGS runs in
+``V = L'[W; b]``, ``L L' = I + 2 C rho Phi'Phi``, which cuts the passes needed by an order
+of magnitude on random features (whose covariance spectrum decays like the kernel's).
+Stops when the relative objective reduction is below ``tol`` (scipy's ftol).  The squared
+hinge is differentiable with a Lipschitz gradient, so L-BFGS converges properly.  The hinge
+is not differentiable; it is minimized through Huber-smoothed hinges with width delta
 decreasing 0.5 -> 0.05 -> 0.005 (warm-started); the smoothed objective is within
 ``C n delta / 2`` of the hinge objective, which is reported exactly at the end.
+
+Why not a truncated Newton method (trust-region Newton-CG on the squared hinge's
+generalized Hessian, as in Keerthi & DeCoste, "A modified finite Newton method for fast
+solution of large scale linear SVMs", JMLR 2005, and Lin, Weng & Keerthi, "Trust region
+Newton method for logistic regression", JMLR 2008)?  Measured with the same Cholesky
+preconditioner, all classes and folds at once and one pass per Hessian-vector product
+(``F @ [W | D]`` per chunk): on letter (m = 1024, 5 folds, C = 0.01 .. 100 warm-started)
+it needed 36 / 79 / 219 / 686 / 5027 passes against L-BFGS's 22 / 41 / 85 / 203 / 480
+(tol 1e-7 both; at C = 100 it had not converged after 100 Newton steps), and on one fit
+of all rows from zero it reached L-BFGS's final objective after 156 passes at C = 1
+(L-BFGS: 99) and 433 at C = 10 (L-BFGS: 207).  Near the optimum only the few rows on or
+inside the margin carry the Hessian, which a Gram-matrix preconditioner does not capture:
+conjugate gradients then need 30-200 steps per Newton step, each a pass, and they restart
+from nothing at every step, while L-BFGS keeps its curvature pairs across passes.
 """
 
 from __future__ import annotations
@@ -55,33 +70,66 @@ def _loss(u: np.ndarray, loss: str, delta: float) -> tuple[np.ndarray, np.ndarra
     return val, der
 
 
+def _rows3(item):
+    """(F, Y, mask) from a row chunk given as (F, Y) or (F, Y, mask); mask None = all."""
+    return item if len(item) == 3 else (item[0], item[1], None)
+
+
 def loss_terms(
-    rows: Iterable[tuple[np.ndarray, np.ndarray]],
+    rows: Iterable[tuple],
     W32: np.ndarray,
     b: np.ndarray,
     C: float,
     loss: str,
     delta: float,
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """The data term of the objective over ``rows`` ((F float32 (n, m), Ypm (n, k)) chunks):
-    (sum of the losses, its gradient in W times C, in b times C).  Additive over rows."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The data term of the objective over ``rows``: chunks ``(F, Ypm)`` or ``(F, Ypm, mask)``
+    of float32 features (n, m), targets in {-1, +1} (n, k) and optionally which entries
+    count (bool (n, k); the cross-validation folds' training rows of each column).
+    Returns (the sum of the losses per column (k,), its gradient in W times C, in b times
+    C).  Additive over rows."""
     m, k = W32.shape
     gW = np.zeros((m, k))
     gb = np.zeros(k)
-    total = 0.0
-    for F, Y in rows:
-        u = 1.0 - Y * ((F @ W32).astype(np.float64) + b)
-        val, der = _loss(u, loss, delta)
-        total += val.sum()
-        gS = -(C * der * Y)
+    total = np.zeros(k)
+    for item in rows:
+        F, Y, mask = _rows3(item)
+        # u = 1 - y (phi'w + b), in place (the arrays are chunk x columns: few temporaries)
+        u = (F @ W32).astype(np.float64)
+        u += b
+        u *= Y
+        np.subtract(1.0, u, out=u)
+        if mask is not None:
+            u *= mask
+        if loss == "squared_hinge":
+            np.maximum(u, 0.0, out=u)
+            total += np.einsum("ij,ij->j", u, u)
+            u *= Y
+            u *= -2.0 * C  # the gradient in the scores: -2 C y max(0, u)
+            gS = u
+        else:
+            val, der = _loss(u, loss, delta)
+            total += val.sum(0)
+            gS = -(C * der * Y)
         gW += (F.T @ gS.astype(np.float32)).astype(np.float64)
         gb += gS.sum(0)
     return total, gW, gb
 
 
+def _preconditioner(gram, C, rho, m, p):
+    """Lower Cholesky factor of ``diag(1..1, 0) + 2 C rho gram`` (None without a gram)."""
+    if gram is None:
+        return None
+    R = 2.0 * C * rho * gram[:p, :p]
+    R[np.arange(m), np.arange(m)] += 1.0
+    if p > m:
+        R[m, m] += 1e-9 * max(R[m, m], 1.0)
+    return np.linalg.cholesky(R)
+
+
 def fit_svm(
     evaluate: Callable[
-        [np.ndarray, np.ndarray, float, float], tuple[float, np.ndarray, np.ndarray]
+        [np.ndarray, np.ndarray, float, float], tuple[np.ndarray, np.ndarray, np.ndarray]
     ],
     m: int,
     k: int,
@@ -104,14 +152,7 @@ def fit_svm(
     """
     state = {"evals": 0}
     p = m + 1 if fit_intercept else m
-    if gram is not None:
-        R = 2.0 * C * rho * gram[:p, :p]
-        R[np.arange(m), np.arange(m)] += 1.0
-        if fit_intercept:
-            R[m, m] += 1e-9 * max(R[m, m], 1.0)
-        L = np.linalg.cholesky(R)  # lower
-    else:
-        L = None
+    L = _preconditioner(gram, C, rho, m, p)
 
     def to_wb(theta):
         V = theta.reshape(p, k)
@@ -122,7 +163,7 @@ def fit_svm(
         W, b = to_wb(theta)
         total, gW, gb = evaluate(W.astype(np.float32), b, C, delta)
         state["evals"] += 1
-        f = 0.5 * np.sum(W * W) + C * total
+        f = 0.5 * np.sum(W * W) + C * float(np.sum(total))
         g = np.vstack([gW + W, gb[None, :]]) if fit_intercept else gW + W
         if L is not None:
             g = sla.solve_triangular(L, g, lower=True)

@@ -46,6 +46,67 @@ class Targets:
         return cls("classification", sorted(seen, key=_key))
 
     @property
+    def value_kind(self) -> str:
+        """The type of the label values: ``int``, ``float``, ``bool`` or ``text`` (a
+        regression's values are ``float``; classes of mixed types are ``text``)."""
+        if self.task == "regression":
+            return "float"
+        kinds = {_kind(c) for c in self.classes}
+        if len(kinds) == 1:
+            return kinds.pop()
+        return "float" if kinds <= {"int", "float"} else "text"
+
+    @property
+    def value_dtype(self) -> np.dtype:
+        """The NumPy dtype of predictions: int64, float64, bool, or unicode for text (as
+        wide as the longest class)."""
+        kind = self.value_kind
+        if kind == "text":
+            return np.dtype(f"<U{max(len(str(c)) for c in self.classes)}")
+        return np.dtype({"int": np.int64, "float": np.float64, "bool": np.bool_}[kind])
+
+    def typed(self, values: np.ndarray) -> np.ndarray:
+        """Predicted values (an object array of classes, or floats) with the label's type:
+        int64, float64 or bool arrays, text as an object array of ``str``."""
+        kind = self.value_kind
+        if kind == "text":
+            return np.asarray([str(v) for v in values], dtype=object)
+        return np.asarray(values, dtype=self.value_dtype)
+
+    def comparable(self, y: np.ndarray, where: str = "the test data") -> np.ndarray:
+        """Labels ``y`` (of a test set) as values of the model's label type, so that they
+        can be compared with its classes: text that spells the numbers exactly for numeric
+        classes, numbers for text classes that spell them (``3`` for ``"3"``).  InputError
+        when they do not convert exactly, or when none of them is a class of the model
+        (text labels for a model of integer classes, or the other way round)."""
+        y = np.asarray(y)
+        want, have = self.value_kind, _array_kind(y)
+        if have == want or len(y) == 0 or (want == "float" and have == "int"):
+            return y
+        model = f"the model was trained on {_KIND_WORDS[want]} ({_sample(self.classes)})"
+        got = f"{where} has {_LABEL_WORDS[have]} labels ({_sample(np.unique(y).tolist())})"
+        try:
+            out = _convert(y, want)
+        except ValueError:
+            raise InputError(
+                f"{got} but {model}; relabel the test data as the training data"
+            ) from None
+        known = set(self.classes) if self.task == "classification" else None
+        if known is not None and not any(v in known for v in np.unique(out).tolist()):
+            raise InputError(f"{got}: none of them is a class of the model; {model}")
+        return out
+
+    def regression_values(self, y: np.ndarray, where: str = "the test data") -> np.ndarray:
+        """Regression targets as float64 (InputError for text that is not numbers)."""
+        try:
+            return np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"{where} has text labels ({_sample(np.unique(np.asarray(y)).tolist())}) but "
+                "the model is a regression of numbers"
+            ) from None
+
+    @property
     def n_outputs(self) -> int:
         return len(self.classes) if self.task == "classification" else 1
 
@@ -87,3 +148,71 @@ class Targets:
 def _key(v):
     # numbers before text, each in natural order
     return (isinstance(v, str), v)
+
+
+_KIND_WORDS = {"int": "integer classes", "float": "numbers", "bool": "true/false classes",
+               "text": "text classes"}  # fmt: skip
+
+
+_LABEL_WORDS = {"int": "integer", "float": "non-integer", "bool": "true/false", "text": "text"}
+
+
+def _kind(v) -> str:
+    if isinstance(v, bool | np.bool_):
+        return "bool"
+    if isinstance(v, int | np.integer):
+        return "int"
+    if isinstance(v, float | np.floating):
+        return "float"
+    return "text"
+
+
+def _array_kind(y: np.ndarray) -> str:
+    k = y.dtype.kind
+    if k == "b":
+        return "bool"
+    if k in "iu":
+        return "int"
+    if k == "f":
+        return "float"
+    if k == "O":
+        kinds = {_kind(v) for v in y[:1000]}
+        if kinds and "text" not in kinds:
+            return kinds.pop() if len(kinds) == 1 else "float"
+    return "text"
+
+
+def _sample(values, n: int = 3) -> str:
+    values = list(values)
+    s = ", ".join(repr(v) for v in values[:n])
+    return s + (", ..." if len(values) > n else "")
+
+
+def _convert(y: np.ndarray, want: str) -> np.ndarray:
+    """``y`` as values of kind ``want``; ValueError when a value does not convert exactly."""
+    uniq, inv = np.unique(y.astype(object) if y.dtype.kind == "O" else y, return_inverse=True)
+    out = [_convert_one(v, want) for v in uniq.tolist()]
+    if want == "text":
+        return np.asarray(out, dtype=object)[inv]
+    return np.asarray(out, dtype={"int": np.int64, "float": np.float64, "bool": np.bool_}[want])[
+        inv
+    ]
+
+
+def _convert_one(v, want: str):
+    if want == "text":
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return str(v)
+    if want == "bool":
+        if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+            return v.strip().lower() == "true"
+        if v in (0, 1):
+            return bool(v)
+        raise ValueError(v)
+    f = float(v.strip()) if isinstance(v, str) else float(v)  # ValueError for other text
+    if want == "int":
+        if not f.is_integer():
+            raise ValueError(v)
+        return int(f)
+    return f

@@ -85,6 +85,10 @@ class Target:
     moment1: Callable[[float], float] | None = None
     moment2: Callable[[float], float] | None = None
     kernel: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    #: positively homogeneous (sigma(c t) = c sigma(t), c > 0: relu, abs): the kernel of
+    #: inputs scaled by c is c^2 times the kernel, so thresholds fitted at tau = 1 serve
+    #: every tau, scaled by sqrt(tau)
+    homogeneous: bool = False
 
     def moments(self, tau: float) -> tuple[float, float]:
         """``(E[sigma'], E[sigma''])``: closed form, else Stein's lemma with adaptive
@@ -110,9 +114,15 @@ TARGETS: dict[str, Target] = {
             lambda tau: 0.5,
             lambda tau: 1 / np.sqrt(2 * np.pi * tau),
             lambda X, Y: arccos_kernel(X, Y, 1) / 2,
+            homogeneous=True,
         ),
         Target(
-            "abs", np.abs, lambda tau: 0.0, lambda tau: 2 / np.sqrt(2 * np.pi * tau), _abs_kernel
+            "abs",
+            np.abs,
+            lambda tau: 0.0,
+            lambda tau: 2 / np.sqrt(2 * np.pi * tau),
+            _abs_kernel,
+            homogeneous=True,
         ),
         Target(
             "cos",
@@ -156,24 +166,45 @@ class Thresholds:
     s_minus: float
     s_plus: float
     pattern: str
-    residual: float  # max |moment difference| (of E[sigma'] and E[sigma''])
-    search_range: float
+    residual: float  # max |moment difference| (of E[sigma'] and E[sigma'']), at tau = 1 units
+    search_range: float  # of the thresholds in units of sqrt(tau)
+
+    def scaled(self, c: float) -> Thresholds:
+        """The thresholds times ``c`` (a homogeneous target's at tau = c^2)."""
+        return Thresholds(self.s_minus * c, self.s_plus * c, self.pattern, self.residual,
+                          self.search_range)  # fmt: skip
+
+
+#: below this, a target's moments in tau = 1 units are numerically zero: its kernel is
+#: degenerate at that tau (cos, sin at a large tau: exp(-tau/2) underflows)
+_DEGENERATE = 1e-9
 
 
 def solve_thresholds(target: str, tau: float, tol: float = 1e-10) -> Thresholds:
-    """Thresholds ``s- < s+`` whose ternary moments match the target's (docs/methods.md): least
-    squares from a grid of starts in ``[-R, R]^2``, R = 1, 2, 4, ... until the residual is
-    below ``tol``; InputError when no R up to 64 gets there."""
+    """Thresholds ``s- < s+`` whose ternary moments match the target's at ``tau``
+    (docs/methods.md).  Solved for ``u = s / sqrt(tau)``, in which the moments are
+    ``sqrt(tau) E[sigma']`` and ``tau E[sigma'']`` of a standard normal, so the same search
+    serves every tau: least squares from a grid of starts in ``[-R, R]^2``, R = 1, 2, 4,
+    ... until the residual is below ``tol``; InputError when no R up to 64 gets there, or
+    when the target's moments vanish at this tau (its kernel is then degenerate there)."""
     from scipy import optimize
 
     e1, e2 = TARGETS[target].moments(tau)
-    pattern = "odd" if abs(e1) > 1e-12 else "even"
-    goal = np.array([abs(e1), abs(e2)])
+    r = float(np.sqrt(tau))
+    goal = np.array([abs(e1) * r, abs(e2) * tau])  # the moments in units of sqrt(tau)
+    pattern = "odd" if goal[0] > 1e-12 else "even"
+    if goal.max() < _DEGENERATE:
+        raise InputError(_no_thresholds(target, tau, "its moments vanish there"))
 
-    def resid(s):
-        m1, m2 = ternary_moments(s[0], s[1], tau, pattern)
+    def resid(u):
+        m1, m2 = ternary_moments(u[0], u[1], 1.0, pattern)
         return np.array([abs(m1), abs(m2)]) - goal
 
+    sym = _symmetric(goal, pattern)  # odd targets (sin, erf, tanh) and even ones (cos, abs)
+    if sym is not None:
+        res = float(np.max(np.abs(resid([-sym, sym]))))
+        if res < tol:
+            return Thresholds(-sym * r, sym * r, pattern, res, 1.0)
     best = None
     R = 1.0
     while R <= 64:
@@ -184,19 +215,49 @@ def solve_thresholds(target: str, tau: float, tol: float = 1e-10) -> Thresholds:
                 sol = optimize.least_squares(
                     resid, [a, b], bounds=([-R, -R], [R, R]), xtol=1e-15, ftol=1e-15, gtol=1e-15
                 )
-                r = float(np.max(np.abs(sol.fun)))
-                s = np.sort(sol.x)
-                if s[1] > s[0] and (best is None or r < best[0]):
-                    best = (r, s)
+                res = float(np.max(np.abs(sol.fun)))
+                u = np.sort(sol.x)
+                if u[1] > u[0] and (best is None or res < best[0]):
+                    best = (res, u)
                 if best is not None and best[0] < tol:
-                    return Thresholds(float(best[1][0]), float(best[1][1]), pattern, best[0], R)
+                    u = best[1]
+                    return Thresholds(float(u[0] * r), float(u[1] * r), pattern, best[0], R)
         R *= 2
-    r = best[0] if best else float("inf")
-    raise InputError(
+    res = best[0] if best else float("inf")
+    raise InputError(_no_thresholds(target, tau, f"best residual {res:.2g}"))
+
+
+def _symmetric(goal: np.ndarray, pattern: str) -> float | None:
+    """``u > 0`` such that the thresholds ``-u, u`` match ``goal`` (in tau = 1 units), when
+    one moment is zero: odd pattern with E[sigma''] = 0: ``2 phi(u) = goal[0]``; even
+    pattern with E[sigma'] = 0: ``4 u phi(u) = goal[1]``, the root in (0, 1]."""
+    from scipy import optimize
+
+    phi0 = 1 / np.sqrt(2 * np.pi)
+    if pattern == "odd" and goal[1] == 0 and 0 < goal[0] < 2 * phi0:
+        return float(np.sqrt(-2 * np.log(goal[0] / (2 * phi0))))
+    if pattern == "even" and goal[0] == 0 and 0 < goal[1] < 4 * phi0 * np.exp(-0.5):
+        f = lambda u: 4 * u * phi0 * np.exp(-u * u / 2) - goal[1]  # noqa: E731
+        return float(optimize.brentq(f, 0.0, 1.0, xtol=1e-16, rtol=1e-15))
+    return None
+
+
+def _no_thresholds(target: str, tau: float, why: str) -> str:
+    return (
         f"ternary features: no thresholds reproduce the {target} moments at tau = {tau:.4g} "
-        f"(best residual {r:.2g}); scale the input so that the mean squared row norm is "
-        "about 1 (e.g. normalize_rows)"
+        f"(the mean squared row norm of the input; {why}): the {target} kernel needs rows of "
+        "norm about 1, add normalize_rows or standardize"
     )
+
+
+def fit_thresholds(target: str, tau: float) -> Thresholds:
+    """The thresholds of the map at ``tau``: for a homogeneous target (relu, abs) those of
+    ``tau = 1`` times ``sqrt(tau)`` (the features of rows scaled to a unit mean squared
+    norm, whose kernel is the target's up to the factor tau), which exist whatever the
+    input's scale; for the others, those solved at ``tau``."""
+    if TARGETS[target].homogeneous:
+        return solve_thresholds(target, 1.0).scaled(float(np.sqrt(tau)))
+    return solve_thresholds(target, tau)
 
 
 def _check_target(target: str) -> str:
@@ -298,7 +359,7 @@ class RandomActivationMap(FeatureMap):
     def _set_thresholds(self, tau: float) -> None:
         if not tau > 0:
             raise InputError(f"ternary features: the mean squared row norm is {tau:.3g}")
-        th = solve_thresholds(self.target, tau)
+        th = fit_thresholds(self.target, tau)
         self.tau_, self.s_minus_, self.s_plus_ = float(tau), th.s_minus, th.s_plus
         self.pattern_, self.residual_ = th.pattern, th.residual
         self.search_range_ = th.search_range

@@ -191,6 +191,19 @@ class Quantizer:
         return cache[scale]
 
 
+def check_fixed_bits(kind: str, bits, fixed: int, per_feature: float | None = None) -> None:
+    """A quantizer with a fixed number of bits (sign, binary: 1; ternary: 2): any other
+    ``bits`` is refused, in words that say so (not "an integer in 1..1")."""
+    if isinstance(bits, bool) or not isinstance(bits, int):
+        raise ParameterTypeError(f"bits must be an integer, got {bits!r}")
+    if bits != fixed:
+        n = fixed if per_feature is None else per_feature
+        raise UsageError(
+            f"the {kind} quantizer has {n:g} bit(s) per feature: bits must be {fixed} (or "
+            f"left out), got {bits!r}"
+        )
+
+
 def check_bits(bits: int, lo: int = 1, hi: int = 8) -> int:
     if isinstance(bits, bool) or not isinstance(bits, int):
         raise ParameterTypeError(f"bits must be an integer in {lo}..{hi}, got {bits!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rfcli.quantize.base import QUANTIZERS, Quantizer, check_bits
+from rfcli.quantize.base import QUANTIZERS, Quantizer, check_bits, check_fixed_bits
 from rfcli.random import keyed_uniform
 
 
@@ -73,8 +73,7 @@ class SignQuantizer(Quantizer):
 
     @classmethod
     def design(cls, bits: int = 1) -> SignQuantizer:
-        if bits != 1:
-            check_bits(bits, 1, 1)
+        check_fixed_bits("sign", bits, 1)
         return cls(1, np.array([0.0]), np.array([-1.0, 1.0]))
 
 
@@ -87,6 +86,5 @@ class BinaryQuantizer(Quantizer):
 
     @classmethod
     def design(cls, bits: int = 1) -> BinaryQuantizer:
-        if bits != 1:
-            check_bits(bits, 1, 1)
+        check_fixed_bits("binary", bits, 1)
         return cls(1, np.array([0.5]), np.array([0.0, 1.0]))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rfcli.quantize.base import QUANTIZERS, Quantizer, check_bits
+from rfcli.quantize.base import QUANTIZERS, Quantizer, check_fixed_bits
 
 _TERNARY_LEVELS = np.array([-1.0, 0.0, 1.0, 1.0])  # code 3 is never written
 _TERNARY_BORDERS = np.array([-0.5, 0.5, 1.5])
@@ -29,8 +29,7 @@ class TernaryQuantizer(Quantizer):
 
     @classmethod
     def design(cls, bits: int = 2) -> TernaryQuantizer:
-        if bits != 2:
-            check_bits(bits, 2, 2)
+        check_fixed_bits("ternary", bits, 2)
         return cls(2, _TERNARY_BORDERS, _TERNARY_LEVELS)
 
 
@@ -56,6 +55,7 @@ class TritQuantizer(Quantizer):
 
     @classmethod
     def design(cls, bits: int = 2) -> TritQuantizer:
+        check_fixed_bits("trits", bits, 2, per_feature=1.6)  # 2: the default, as ternary
         return cls()
 
     @property

@@ -1,4 +1,4 @@
-"""Every bad input of issue 7 as a case run through the real CLI in a subprocess.
+"""Every bad input of issues 7 and 17 as a case run through the real CLI in a subprocess.
 
 One list serves both the test (tests/cli/test_error_table.py) and the documentation:
 ``python -m tests.cli.error_cases > docs/errors.md`` regenerates the table with the
@@ -30,6 +30,7 @@ class Case:
     what: str
     setup: Callable[[str], list[str]]  # tmp dir -> CLI arguments
     exit: int = 2
+    env: dict[str, str] | None = None  # environment variables of the run
 
 
 def _write(d, name, text):
@@ -128,6 +129,46 @@ def _o(d, name="o.zarr"):
     return os.path.join(d, name)
 
 
+def _text_labels(d):
+    """letter test rows whose labels are letters ('A'..'Z'), not the training integers."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(LETTER_TEST).slice(0, 50)
+    letters = pa.array([chr(65 + v) for v in t["label"].to_pylist()])
+    p = os.path.join(d, "text-labels.parquet")
+    pq.write_table(t.set_column(t.schema.get_field_index("label"), "label", letters), p)
+    return p
+
+
+def _parquet_named_csv(d):
+    p = os.path.join(d, "data.csv")
+    shutil.copy(LETTER_TEST, p)
+    return p
+
+
+def _nan_letter(d):
+    """letter test rows (the model's columns) with a NaN in row 3."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(LETTER_TEST).slice(0, 20)
+    col = table["f3"].to_numpy().astype(float)
+    col[3] = np.nan
+    table = table.set_column(table.schema.get_field_index("f3"), "f3", [col])
+    p = os.path.join(d, "nan-rows.parquet")
+    pq.write_table(table, p)
+    return p
+
+
+def _needs_no_matplotlib(d):
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is not None:
+        raise OSError("matplotlib is installed here")
+    return ["sweep", LETTER, LETTER_TEST, "--model", "svm", "--label", "label",
+            "--plot", os.path.join(d, "p.png")]  # fmt: skip
+
+
 CASES = [
     Case("missing-file", "input file does not exist",
          lambda d: ["encode", os.path.join(d, "missing.parquet"), "-o", _o(d)]),
@@ -221,16 +262,69 @@ CASES = [
          lambda d: ["predict", _model(d), _letter_csv(d), "--engine", "dask"]),
     Case("dask-drop", "--engine dask with --on-nan drop",
          lambda d: ["encode", LETTER, "-o", _o(d), "--engine", "dask", "--on-nan", "drop"]),
+    # issue 17: internal errors on ordinary input
+    Case("evaluate-label-types", "evaluate a model of integer classes on text labels",
+         lambda d: ["evaluate", _model(d), _text_labels(d)]),
+    Case("memory-features", "encode -m 100000000 (more than the physical memory)",
+         lambda d: ["encode", LETTER, "-o", _o(d), "-m", "100000000", "--threads", "1"]),
+    # silent wrong results
+    Case("predict-unknown-id", "predict --id naming no column of the input (a typo)",
+         lambda d: ["predict", _model(d), LETTER_TEST, "--id", "lable", "-o", _o(d, "p.csv")]),
+    Case("predict-store-id", "predict --id on a store without that id array",
+         lambda d: ["predict", _model(d), _store(d), "--id", "event", "-o", _o(d, "p.csv")]),
+    Case("glf-option-gaussian", "encode --gp-kernel with the gaussian kernel",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--gp-kernel", "matern32"]),
+    Case("glf-nodes-gaussian", "encode --nodes with the gaussian kernel",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--nodes", "64"]),
+    Case("gamma-no-bandwidth", "encode --gamma with a kernel without a bandwidth",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--kernel", "arccos0", "--gamma", "1"]),
+    Case("sign-bits", "encode -b 3 --quantizer sign (a 1-bit quantizer)",
+         lambda d: ["encode", LETTER, "-o", _o(d), "-b", "3", "--quantizer", "sign"]),
+    Case("bits-none-quantizer", "encode -b none with another quantizer",
+         lambda d: ["encode", LETTER, "-o", _o(d), "-b", "none", "--quantizer", "lm"]),
+    Case("like-option", "encode --like with a map option (the store's map is used)",
+         lambda d: ["encode", LETTER_TEST, "-o", _o(d), "--like", _store(d), "-m", "64"]),
+    Case("quantizer-domain-lm", "--quantizer-domain with a quantizer that is not fitted",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--quantizer-domain", "log"]),
+    # misleading messages
+    Case("evaluate-swapped", "evaluate STORE MODEL (arguments swapped)",
+         lambda d: ["evaluate", _store(d), _model(d)]),
+    Case("model-not-store", "a model file where a store is needed",
+         lambda d: ["decode", _model(d), "-o", _o(d, "f.npy")]),
+    Case("like-model", "encode --like a model file",
+         lambda d: ["encode", LETTER_TEST, "-o", _o(d), "--like", _model(d)]),
+    Case("parquet-not-store", "raw Parquet data where a store is needed",
+         lambda d: ["decode", LETTER, "-o", _o(d, "f.npy")]),
+    Case("store-not-model", "a store where a model file is needed",
+         lambda d: ["predict", _store(d), LETTER_TEST]),
+    Case("predict-nan", "NaN in raw input to predict (default --on-nan error)",
+         lambda d: ["predict", _model(d), _nan_letter(d), "-o", _o(d, "p.csv")]),
+    Case("label-typo", "--label naming no column (a typo)",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--label", "lable"]),
+    Case("env-bad-value", "RFCLI_ENCODE_FEATURES=abc in the environment",
+         lambda d: ["encode", LETTER, "-o", _o(d)], env={"RFCLI_ENCODE_FEATURES": "abc"}),
+    Case("parquet-named-csv", "a Parquet file named .csv",
+         lambda d: ["encode", _parquet_named_csv(d), "-o", _o(d)]),
+    Case("sweep-output", "sweep -o with an unknown extension (checked before any work)",
+         lambda d: ["sweep", LETTER, LETTER_TEST, "--model", "svm", "--label", "label",
+                    "-o", _o(d, "sw.txt")]),
+    Case("sweep-plot", "sweep --plot without matplotlib (checked before any work)",
+         _needs_no_matplotlib),
+    # the ternary thresholds of a non-homogeneous target on raw coordinates
+    Case("ternary-raw-cos", "ternary cos features of raw pen-tablet coordinates",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--kernel", "ternary", "--target", "cos",
+                    "-m", "64"]),
 ]  # fmt: skip
 
 
-def run(args, check=False, stdin=None):
+def run(args, check=False, stdin=None, env=None):
     r = subprocess.run(
         [sys.executable, "-m", "rfcli", *args],
         capture_output=True,
         text=True,
         input=stdin,
         cwd=ROOT,
+        env={**os.environ, **env} if env else None,
     )
     if check and r.returncode != 0:
         raise RuntimeError(f"setup failed: {' '.join(args)}: {r.stderr}")
@@ -239,15 +333,18 @@ def run(args, check=False, stdin=None):
 
 def normalize(text: str, tmp: str) -> str:
     """Replace the temporary directories and the project root by placeholders."""
+    import re
+
     for d in (SHARED, tmp):
         if d:
             text = text.replace(os.path.realpath(d), "TMP").replace(d, "TMP")
+    text = re.sub(r"this machine's [0-9.]+ [KMGT]iB", "this machine's MEMORY", text)
     return text.replace(ROOT, "ROOT")
 
 
 def run_case(case: Case, tmp: str):
     args = case.setup(tmp)
-    r = run(args, stdin="" if "-" in args else None)
+    r = run(args, stdin="" if "-" in args else None, env=case.env)
     lines = r.stderr.strip().splitlines()
     return r.returncode, normalize(lines[-1] if lines else "", tmp), r.stderr
 
@@ -259,10 +356,12 @@ def markdown(results) -> str:
         "Generated by `python -m tests.cli.error_cases > docs/errors.md` from the cases that",
         "tests/cli/test_error_table.py runs through the real CLI (a subprocess each); the",
         "test fails when a message drifts from this table. `TMP` is the case's temporary",
-        "directory, `ROOT` the project. Exit status 2: usage/input errors; 1 is reserved for",
-        "internal errors (none below); 130: interrupted. No case prints a traceback",
-        "(`--debug` shows one for internal errors). An option value out of its range is",
-        "refused by click before anything runs, in one line that names the flag.",
+        "directory, `ROOT` the project, `MEMORY` the machine's physical memory. Exit status",
+        "2: usage/input errors; 1 is reserved for internal errors (none below); 130:",
+        "interrupted. No case prints a traceback (`--debug` shows one for internal errors).",
+        "An option value out of its range is refused by click before anything runs, in one",
+        "line that names the flag. Library messages name the Python parameters; the command",
+        "line names its flags instead (`--overwrite`, `--on-nan`, `--memory`).",
         "",
         "| case | bad input | exit | message (stderr, one line) |",
         "|---|---|---|---|",

@@ -64,7 +64,7 @@ def test_encode_inspect_decode(tmp_path, letter_small):
     assert info["rows"] == 600 and info["features"] == 128 and info["bits_per_sample"] == 256
     assert info["complete"] is True and info["quantizer"] == "lm"
     r = invoke("inspect", store)
-    assert "compression ratio" in r.stdout
+    assert "compression" in r.stdout and "float32" in r.stdout
     r = invoke("decode", store, "-o", "-", "--normalized")
     assert r.exit_code == 0
     lines = r.stdout.strip().splitlines()
@@ -119,7 +119,7 @@ def test_encode_with_quantizer_file(tmp_path, letter_small):
         (["--label", "nope"], "label column 'nope' not found"),
         (["--depth", "2"], "--depth applies to --kernel ntk"),
         (["--kernel", "positive", "--hyperbolic", "-m", "7"], "--hyperbolic needs an even -m"),
-        (["--kernel", "ternary", "--target", "relu", "--standardize"], "no thresholds"),
+        (["--kernel", "ternary", "--target", "cos"], "no thresholds"),  # raw coordinates
         (["--kernel", "ternary", "--quantizer", "lm"], "does not fit"),
         (["--kernel", "positive", "--gamma", "50"], "kappa"),
     ],
@@ -150,7 +150,7 @@ def test_bad_options_give_one_line_errors(tmp_path, letter_small, args, needle):
         ("encode", ["--engine", "dask", "--workers", "0"], "Invalid value for '--workers'"),
         ("train", ["--model", "krr", "--alpha", "0"], "Invalid value for '--alpha'"),
         ("train", ["--model", "svm", "-C", "-1"], "Invalid value for '-C'"),
-        ("train", ["--model", "svm", "--val-fraction", "1"], "Invalid value for '--val-fraction'"),
+        ("train", ["--model", "svm", "--cv-folds", "-1"], "Invalid value for '--cv-folds'"),
         ("train", ["--model", "gpr", "--noise-bounds", "0,1"], "for '--noise-bounds'"),
         ("train", ["--model", "gpr", "--lengthscale", "0"], "Invalid value for '--lengthscale'"),
     ],
@@ -228,7 +228,7 @@ def test_subprocess_non_numeric_and_nan(tmp_path):
         tmp_path / "d.parquet", a=np.array([1.0, 2.0, np.nan]), s=np.array(["x", "y", "z"])
     )
     p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1")
-    assert p.returncode == 2 and b"row 2" in p.stderr and b"set on_nan to drop or zero" in p.stderr
+    assert p.returncode == 2 and b"row 2" in p.stderr and b"use --on-nan drop or zero" in p.stderr
     p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1", "--columns", "a,s")
     assert p.returncode == 2 and b"not numeric" in p.stderr
     p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1", "--on-nan", "drop")

@@ -93,3 +93,32 @@ def test_sweep_small(tmp_path, letter_small):
     assert r.exit_code == 0, r.output
     text = out.read_text().splitlines()
     assert len(text) == 3 and text[0].startswith('"model","quantizer","bits"')
+
+
+def test_train_shows_the_selection(stores, monkeypatch):
+    """Default selection: the candidate table (mean and spread over the folds, SVM passes
+    per C), the choice, the refit's passes, the cache, and the warning when the best C is
+    still at the edge after the extensions."""
+    from rfcli.jobs import train as training
+
+    d, tr = stores
+    monkeypatch.setattr(training, "C_GRID", (1e-4, 1e-3))  # far too small: the best is above
+    r = invoke("train", tr, "--model", "svm", "--max-iter", "40", "-o", d / "sel.npz")
+    assert r.exit_code == 0, r.output
+    err = r.stderr
+    assert "5-fold cross-validation of C (held-out accuracy" in err
+    lines = [ln.split() for ln in err.splitlines()]
+    rows = [ln for ln in lines if ln and ln[0] in ("0.0001", "0.001", "0.01", "0.1")]
+    assert [ln[0] for ln in rows] == ["0.0001", "0.001", "0.01", "0.1"]
+    assert all(int(ln[3]) > 0 for ln in rows)  # passes per C
+    assert sum("<- chosen" in " ".join(ln) for ln in rows) == 1
+    assert "(extension)" in err and "warning: C=0.1 is at the upper edge" in err
+    assert "on all rows:" in err and "features cached in memory:" in err and "decoded" in err
+    assert "passes over the data in all" in err
+    r = invoke("train", tr, "--model", "krr", "--cv-folds", "3", "-o", d / "k.npz")
+    assert r.exit_code == 0 and "3-fold cross-validation of alpha" in r.stderr
+    assert "<- chosen" in r.stderr
+    r = invoke("train", tr, "--model", "svm", "--cv-folds", "0", "--cache-mb", "0",
+               "--max-iter", "20", "-o", d / "s0.npz")  # fmt: skip
+    assert r.exit_code == 0 and "cross-validation" not in r.stderr
+    assert "C=1 on all rows" in r.stderr and "not cached" in r.stderr

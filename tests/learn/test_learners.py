@@ -182,11 +182,15 @@ def test_svm_multiclass_train_evaluate_and_mismatch(cls_stores, letter_small, tm
     assert len(m.targets.classes) == 26
 
 
-def test_svm_auto_c_uses_validation(cls_stores):
+def test_svm_auto_c_uses_cross_validation(cls_stores, monkeypatch):
+    """C auto picks the best mean held-out accuracy (details: tests/learn/test_selection.py)."""
+    from rfcli.jobs import train as training
+
+    monkeypatch.setattr(training, "C_GRID", (1.0, 10.0))
     tr, _ = cls_stores
-    res = train(tr, None, TrainSettings(model="svm", max_iter=200))
+    res = train(tr, None, TrainSettings(model="svm", cv_folds=3, max_iter=30))
     acc = res.report["validation_accuracy"]
-    assert res.report["C"] == max(acc, key=acc.get)
+    assert res.report["C"] == max(acc, key=acc.get) and res.report["cv"]["folds"] == 3
 
 
 def test_bad_model_files(tmp_path, cls_stores):

@@ -231,10 +231,35 @@ def test_ternary_map_symbols_sparsity_and_tau():
     assert np.mean(W.astype(np.float64) ** 2) == pytest.approx(1.0, rel=0.05)
 
 
-def test_ternary_unsolvable_tau_is_clear_error():
-    X = rows(10, scale=4.0)  # tau ~ 16: relu's d1 = 1/4 is out of reach
-    with pytest.raises(InputError, match="normalize_rows"):
-        make_map("ternary", 16, target="relu").fit_data(X)
+@pytest.mark.parametrize("target", ["relu", "abs"])
+def test_ternary_homogeneous_targets_fit_any_scale(target):
+    """relu and abs are homogeneous: the thresholds of rows scaled by c are c times those
+    of the rows (fitted at tau = 1 and scaled by sqrt(tau)), so raw coordinates (tau ~ 1e4,
+    where no thresholds match the moments at tau itself) give the features of unit rows."""
+    X = rows(50)
+    a = make_map("ternary", 256, target=target).fit_data(X)
+    b = make_map("ternary", 256, target=target).fit_data(X * 300.0)
+    assert b.tau_ == pytest.approx(a.tau_ * 300.0**2)
+    assert b.s_minus_ == pytest.approx(a.s_minus_ * 300.0)
+    assert b.s_plus_ == pytest.approx(a.s_plus_ * 300.0)
+    za, zb = a.transform_raw(X)[0], b.transform_raw(X * 300.0)[0]
+    assert np.mean(za == zb) > 0.999  # float32 rounding may flip a value at a threshold
+
+
+@pytest.mark.parametrize("target", ["cos", "sin"])
+def test_ternary_degenerate_tau_is_clear_error(target):
+    X = rows(10, scale=60.0)  # tau ~ 3600: exp(-tau/2) underflows, the kernel is degenerate
+    with pytest.raises(InputError, match="add normalize_rows or standardize"):
+        make_map("ternary", 16, target=target).fit_data(X)
+
+
+@pytest.mark.parametrize("target", ["erf", "tanh"])
+def test_ternary_thresholds_at_a_large_tau(target):
+    tau = 1e4
+    th = solve_thresholds(target, tau)
+    e1, e2 = TARGETS[target].moments(tau)
+    t1, t2 = ternary_moments(th.s_minus, th.s_plus, tau, th.pattern)
+    assert abs(t1 - e1) < 1e-9 * abs(e1) + 1e-12 and abs(t2) < 1e-12
 
 
 @pytest.mark.parametrize(

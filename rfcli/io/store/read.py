@@ -12,6 +12,7 @@ from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import ConfigError, StoreError, first_line
 from rfcli.io import location
+from rfcli.io.kinds import not_a_store
 from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, check_meta, partial_path
 
 
@@ -44,19 +45,24 @@ class FeatureStore:
 
     def __init__(self, path: str, require_complete: bool = True):
         self.path = path = location.normalize(path)
-        self.remote = location.is_url(path)
+        self.remote = remote = location.is_url(path)
         self._keys: set[str] | None = None
         if not location.isdir(path):
+            other = not_a_store(path)
+            if other:  # a model file, raw data, ...: not "no such store"
+                raise StoreError(other)
             partial = partial_path(path)
             hint = f" (an interrupted encode left {partial})" if os.path.isdir(partial) else ""
             raise StoreError(f"{path}: no such store{hint}")
+        if not remote and not os.path.isfile(os.path.join(path, "zarr.json")):
+            raise StoreError(not_a_store(path) or f"{path}: not a feature store (no zarr.json)")
         try:
             self.group = zarr.open_group(path, mode="r")
             meta = dict(self.group.attrs).get(ATTR)
         except Exception as e:  # zarr raises many kinds on junk
             raise StoreError(f"{path}: not a readable Zarr store ({first_line(e)})") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise StoreError(f"{path}: not an rfcli feature store")
+            raise StoreError(not_a_store(path) or f"{path}: not an rfcli feature store")
         version = meta.get("format_version")
         if version != FORMAT_VERSION:
             raise StoreError(
