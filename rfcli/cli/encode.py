@@ -19,6 +19,7 @@ from rfcli.cli.options import (
     flatten,
     given,
     glf_quadrature_options,
+    json_option,
     map_family_options,
     overwrite_option,
     settings_from,
@@ -38,7 +39,8 @@ ENCODE_SECTIONS = {
                      "tol", "lengthscale_bounds", "nodes", "cutoff"), "Map options"),
     **dict.fromkeys(("bits", "quantizer", "quantizer_domain", "quantizer_file"),
                     "Quantizer options"),
-    **dict.fromkeys(("output", "overwrite", "store_chunk_rows", "resume"), "Output options"),
+    **dict.fromkeys(("output", "overwrite", "store_chunk_rows", "resume", "as_json"),
+                    "Output options"),  # fmt: skip
     **dict.fromkeys(("threads", "chunk_rows", "memory", "engine", "scheduler", "workers"),
                     "Engine options"),
     **dict.fromkeys(("quiet", "debug", "help"), "General options"),
@@ -79,11 +81,12 @@ LIKE_FIXES = ("features", "kernel", "gamma", "seed", "bits", "quantizer", "quant
 @click.option("--kernel", type=click.Choice(KERNELS), default="gaussian", show_default=True)
 @click.option(
     "--gamma",
-    type=AutoFloat(),
+    type=AutoFloat(("auto", "search")),
     default="auto",
     show_default=True,
     help="Bandwidth: k = exp(-gamma ||x-y||^2); 'auto' = 1/median squared distance "
-    "of a row sample.",
+    "of a row sample; 'search' (with --label) = chosen by 3-fold validation on a row "
+    "sample (at most 20,000 rows) over a grid around the median heuristic.",
 )
 @click.option(
     "--quantizer",
@@ -196,9 +199,10 @@ LIKE_FIXES = ("features", "kernel", "gamma", "seed", "bits", "quantizer", "quant
 @map_family_options
 @engine_options
 @overwrite_option
+@json_option
 @click.pass_obj
 def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, scheduler, workers,
-               overwrite, **opts):  # fmt: skip
+               overwrite, as_json, **opts):  # fmt: skip
     """Encode INPUT (a Parquet file, directory or glob of Parquet files, CSV, Zarr; '-' = CSV
     on stdin) into a bit-packed feature store.
 
@@ -248,6 +252,26 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
             "(run the same command with --resume to continue)"
         ) from None
     _report(ui, res, fitted=like is None, gamma=opts["gamma"])
+    if as_json:
+        ui.result_json(_result(res))
+
+
+def _result(res) -> dict:
+    """The encode's outcome as JSON values (``--json``)."""
+    enc = res.encoder
+    out = {
+        "path": res.path,
+        "rows": res.n_rows,
+        "features": enc.n_features,
+        "quantizer": enc.quantizer.kind,
+        "bits": enc.quantizer.bits_per_feature,
+        "seconds": res.seconds,
+        "rows_per_s": res.rows_per_s,
+        "map": enc.fmap.fitted_params(),
+        "skipped_columns": list(res.skipped_columns),
+    }
+    out.update(enc.fit_report)
+    return out
 
 
 def _check_given(ctx: click.Context, like, o: dict) -> None:
@@ -370,6 +394,9 @@ def _report(ui, res, fitted: bool, gamma) -> None:
         params = enc.fmap.fitted_params()
         if gamma == "auto" and params.get("gamma") is not None:
             ui.info(f"gamma = {params['gamma']:.6g} (median heuristic)")
+        search = enc.fit_report.get("gamma_search")
+        if search:
+            _search_report(ui, search)
         if "kappa" in params:
             ui.info(f"kappa = {params['kappa']:.6g} (positive features, training maximum)")
         if "s_minus" in params:
@@ -383,6 +410,21 @@ def _report(ui, res, fitted: bool, gamma) -> None:
         f"{enc.quantizer.kind} {_bits(enc.quantizer.bits_per_feature)}, "
         f"{res.seconds:.2f} s ({res.rows_per_s:,.0f} rows/s)"
     )
+
+
+def _search_report(ui, gs: dict) -> None:
+    """The gamma search's candidates and validation scores (stderr)."""
+    what = "accuracy" if gs["metric"] == "accuracy" else "MSE"
+    ui.info(
+        f"gamma search: {gs['folds']}-fold validation of ridge on {gs['features']} random "
+        f"features, {gs['sample_rows']:,} sample rows (median heuristic "
+        f"{gs['median_heuristic']:.4g}):"
+    )
+    for g, sc in zip(gs["candidates"], gs["scores"], strict=True):
+        mark = "  <- chosen" if g == gs["gamma"] else ""
+        ui.info(f"  gamma {g:<10.4g} validation {what} {sc:.4g}{mark}")
+    if gs.get("at_edge"):
+        ui.info("warning: the chosen gamma is at the edge of the searched grid")
 
 
 def _bits(b: float) -> str:

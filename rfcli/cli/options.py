@@ -37,19 +37,22 @@ def flatten(values) -> list[str] | None:
 
 
 class AutoFloat(click.ParamType):
-    """A positive number or the word ``auto`` (gamma, -C, --alpha)."""
+    """A positive number or one of ``words`` (default ``auto``: gamma, -C, --alpha)."""
 
-    name = "FLOAT|auto"
+    def __init__(self, words: tuple[str, ...] = ("auto",)):
+        self.words = tuple(words)
+        self.name = "|".join(("FLOAT", *self.words))
 
     def convert(self, value, param, ctx):
-        if value == "auto":
+        if value in self.words:
             return value
+        alts = " or ".join(repr(w) for w in self.words)
         try:
             v = float(value)
-        except ValueError:
-            self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is neither a number nor {alts}", param, ctx)
         if not (v > 0 and math.isfinite(v)):
-            self.fail(f"{value} is not a positive number or 'auto'", param, ctx)
+            self.fail(f"{value} is not a positive number or {alts}", param, ctx)
         return v
 
 
