@@ -9,15 +9,54 @@ from rfcli.cli.options import (
     AutoFloat,
     MemorySize,
     Pair,
+    SectionedCommand,
     dask_settings,
     engine_options,
+    flag_of,
+    given,
     glf_quadrature_options,
+    json_option,
     overwrite_option,
     settings_from,
 )
 
+#: the options of each model (the others are refused, never silently ignored)
+MODEL_OPTIONS = {
+    "svm": ("normalized", "C", "loss", "cv_folds", "max_iter", "tol", "cache_mb", "memory"),
+    "krr": ("normalized", "alpha", "task", "cv_folds", "memory"),
+    "gpr": ("label", "gp_features", "kernel", "learn", "ard", "noise_bounds", "lengthscale",
+            "n_features", "standardize", "tol", "lengthscale_bounds", "nodes", "cutoff"),
+}  # fmt: skip
+_SECTION = {"svm": "SVM options", "krr": "KRR options", "gpr": "GP regression options"}
+TRAIN_SECTIONS = {
+    **{n: "svm and krr options" for n in ("normalized", "cv_folds", "memory")},
+    **{n: _SECTION["svm"] for n in ("C", "loss", "max_iter", "cache_mb")},
+    **{n: _SECTION["krr"] for n in ("alpha", "task")},
+    **{n: _SECTION["gpr"] for n in MODEL_OPTIONS["gpr"] if n != "tol"},
+    "tol": "svm and gpr options",
+    **dict.fromkeys(("engine", "scheduler", "workers"), "Engine options"),
+}
+TRAIN_ORDER = ("svm and krr options", "SVM options", "KRR options", "svm and gpr options",
+               "GP regression options", "Engine options")  # fmt: skip
 
-@cli.command("train")
+
+def check_model_options(ctx: click.Context, model: str) -> None:
+    """Options of another model given on the command line (or in the environment) are an
+    error: ``--alpha`` with svm, ``-C`` with krr, the GP's with svm/krr."""
+    from rfcli.errors import UsageError
+
+    mine = set(MODEL_OPTIONS[model])
+    others = {n for opts in MODEL_OPTIONS.values() for n in opts} - mine
+    bad = [n for n in sorted(others) if given(ctx, n)]
+    if bad:
+        owners = {n: [m for m, opts in MODEL_OPTIONS.items() if n in opts] for n in bad}
+        raise UsageError(
+            "; ".join(f"{flag_of(ctx, n)} is for {'/'.join(owners[n])}" for n in bad)
+            + f", not --model {model}"
+        )
+
+
+@cli.command("train", cls=SectionedCommand, sections=TRAIN_SECTIONS, section_order=TRAIN_ORDER)
 @click.argument("input_path", metavar="STORE|INPUT")
 @click.option(
     "--model",
@@ -149,8 +188,10 @@ from rfcli.cli.options import (
 @glf_quadrature_options
 @engine_options
 @overwrite_option
+@json_option
 @click.pass_obj
-def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwrite, **opts):
+def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwrite, as_json,
+              **opts):  # fmt: skip
     """Train a linear SVM or kernel ridge regression on a feature store, out of core, or a
     Gaussian-process regression on a store or on raw data.
 
@@ -170,6 +211,7 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
       rfcli train s3://lake/events.rff.zarr --model svm -o s3://lake/svm.npz \\
           --engine dask --scheduler tcp://host:8786
     """
+    check_model_options(click.get_current_context(), model)
     from rfcli.memory import steady_malloc
 
     steady_malloc()  # many passes: reuse heap pages, peak memory flat (see its docstring)
@@ -180,9 +222,11 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
             from rfcli.errors import UsageError
 
             raise UsageError("--ard needs --features glf (RFF-GPR learns one lengthscale)")
-        _train_gpr(ui, input_path, output, opts, run)
+        report = _train_gpr(ui, input_path, output, opts, run)
     else:
-        _train_linear(ui, input_path, model, output, opts, run)
+        report = _train_linear(ui, input_path, model, output, opts, run)
+    if as_json:
+        ui.result_json({"model": model, "output": output, **report})
 
 
 def _train_linear(ui, input_path, model, output, o, run) -> None:
@@ -211,6 +255,7 @@ def _train_linear(ui, input_path, model, output, o, run) -> None:
     else:
         ui.info(f"krr ({r['task']}): alpha={r['alpha']:.4g}, train MSE {r['train_mse']:.6g}")
     ui.info(f"wrote {output} ({res.seconds:.1f} s)")
+    return r
 
 
 def cv_table(cv: dict) -> list[str]:
@@ -263,6 +308,11 @@ def _train_gpr(ui, input_path, output, o, run) -> None:
         GPRSettings, o, features=o["gp_features"], tol=1e-3 if o["tol"] is None else o["tol"]
     )
     r = train_gpr(input_path, output, s, ReadSettings(label=o["label"]), **run).report
+    _gpr_lines(ui, r, output)
+    return r
+
+
+def _gpr_lines(ui, r: dict, output: str) -> None:
     if "lengthscale_bounds" in r:
         b = r["lengthscale_bounds"]
         ui.info(

@@ -2,15 +2,16 @@
 (docs/methods.md, Learners).
 
 ``min_w,b ||Phi w + b - Y||^2 + alpha ||w||^2`` (intercept not penalized).  One pass
-accumulates in float64 ``G = Phi'Phi`` (BLAS syrk), ``Phi'Y``, column sums, ``Y'Y`` and n;
-the solution is ``W = (G_c + alpha I)^{-1} Phi_c'Y`` by Cholesky on the centred
-statistics.  Classification uses one-hot targets and predicts the arg-max.
+accumulates ``G = Phi'Phi`` (float32 block products of shifted rows added into float64,
+see :class:`RidgeStats`), ``Phi'Y``, column sums, ``Y'Y`` and n; the solution is
+``W = (G_c + alpha I)^{-1} Phi_c'Y`` by Cholesky on the centred statistics.
+Classification uses one-hot targets and predicts the arg-max.
 
-``alpha='auto'``: the same pass keeps separate statistics for a validation split (rows
-chosen by a hash of the row index); every candidate alpha is solved from the training
-statistics, scored on the validation split (regression: MSE from the statistics alone;
-classification: accuracy, from one pass over the validation rows for all candidates
-at once), then refitted on all rows.  Memory O(m^2), no pass per candidate.
+``alpha='auto'`` (rfcli.jobs.train): the same pass keeps statistics per cross-validation
+fold; a fold's training statistics are the total minus the fold's, every candidate alpha
+is solved from them and scored on the fold (regression: MSE from the statistics alone;
+classification: accuracy, from one pass for all candidates at once), then refitted on
+all rows.  Memory O(folds m^2), no pass per candidate.
 """
 
 from __future__ import annotations

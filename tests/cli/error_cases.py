@@ -314,6 +314,17 @@ CASES = [
     Case("ternary-raw-cos", "ternary cos features of raw pen-tablet coordinates",
          lambda d: ["encode", LETTER, "-o", _o(d), "--kernel", "ternary", "--target", "cos",
                     "-m", "64"]),
+    # options of another model are refused by train, never ignored
+    Case("train-svm-alpha", "train --model svm with --alpha (a krr option)",
+         lambda d: ["train", _store(d), "--model", "svm", "--alpha", "1", "-o", _o(d, "x.npz")]),
+    Case("train-krr-svm-options", "train --model krr with -C and --loss (svm options)",
+         lambda d: ["train", _store(d), "--model", "krr", "-C", "1", "--loss", "hinge",
+                    "-o", _o(d, "x.npz")]),
+    Case("train-krr-gp-options", "train --model krr with --lengthscale --ard (gpr options)",
+         lambda d: ["train", _store(d), "--model", "krr", "--lengthscale", "3", "--ard",
+                    "-o", _o(d, "x.npz")]),
+    Case("encode-gamma-search-no-label", "encode --gamma search without --label",
+         lambda d: ["encode", LETTER, "-o", _o(d), "--gamma", "search"]),
 ]  # fmt: skip
 
 
