@@ -117,12 +117,16 @@ def train(
     engine: str = "local",
     dask=None,
     progress: Progress | None = None,
+    threads: int | None = None,
 ) -> TrainResult:
     """Train an SVM or KRR model on a store; write it to ``output`` (if given).
     ``engine="dask"`` runs the passes on a Dask cluster (``dask``: its
-    :class:`~rfcli.engines.dask.DaskSettings`)."""
+    :class:`~rfcli.engines.dask.DaskSettings`); ``threads``: the local engine's cores
+    (default: the available cores, at most 8)."""
     settings = settings or TrainSettings()
     _check(settings)
+    if threads is not None:
+        check_int(threads, "threads", 1)
     progress = progress or NullProgress()
     check_output(output, overwrite)
     t0 = time.perf_counter()
@@ -153,7 +157,7 @@ def train(
         if settings.memory:
             cache = max(0, min(cache, budget - need))
         data.set_cache_budget(cache, cache)
-    with open_engine(engine, dask, progress) as eng:
+    with open_engine(engine, dask, progress, threads) as eng:
         passes = eng.passes(data, cache=svm)
         if settings.model == "krr":
             model, report = _train_ridge(passes, targets, settings, progress)

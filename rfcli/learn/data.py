@@ -198,8 +198,29 @@ class StoreData:
         for r0 in range(self.start, self.stop, self.chunk_rows):  # labels only: no codes read
             yield r0, self.store.label_values(r0, min(r0 + self.chunk_rows, self.stop))
 
-    def batches(self, with_ids: bool = False) -> Iterator[Batch]:
-        for r0, F, y in self._features():
+    @property
+    def n_parts(self) -> int:
+        """Into how many parts threads may split a pass: the cached chunks (1 before the
+        cache is filled, or without a cache)."""
+        if not self._cached:
+            return 1
+        return len(self._decoded if self._decoded is not None else self._cache)
+
+    def _part(self, i: int, k: int) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
+        """Every k-th cached chunk from the i-th (a thread's share of a pass)."""
+        if self._decoded is not None:
+            yield from self._decoded[i::k]
+            return
+        dec = self.encoder.decode
+        for ch, y in self._cache[i::k]:
+            yield ch.row0, dec(ch.packed, ch.norms, ch.row_scale, self.normalized), y
+
+    def batches(self, with_ids: bool = False, part: tuple[int, int] | None = None
+                ) -> Iterator[Batch]:  # fmt: skip
+        """The batches of a pass; ``part=(i, k)``: only every k-th cached chunk from the i-th
+        (when :attr:`n_parts` > 1)."""
+        items = self._features() if part is None else self._part(*part)
+        for r0, F, y in items:
             ids = self.store.ids(r0, r0 + len(F)) if with_ids else {}
             yield Batch(r0, F, y, ids)
 

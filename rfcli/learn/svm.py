@@ -42,6 +42,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from rfcli.learn.linear import MODELS, LinearModel
+from rfcli.threads import blas_threads
 
 LOSSES = ("squared_hinge", "hinge")
 
@@ -124,7 +125,8 @@ def _preconditioner(gram, C, rho, m, p):
     R[np.arange(m), np.arange(m)] += 1.0
     if p > m:
         R[m, m] += 1e-9 * max(R[m, m], 1.0)
-    return np.linalg.cholesky(R)
+    with blas_threads(1):  # (m+1)^2: tens of milliseconds on one core
+        return np.linalg.cholesky(R)
 
 
 def fit_svm(
@@ -175,17 +177,21 @@ def fit_svm(
         theta = (L.T @ X if L is not None else X).ravel()
     deltas = [0.0] if loss == "squared_hinge" else [0.5, 0.05, 0.005]
     iters, converged, message = 0, True, ""
-    for delta in deltas:
-        from scipy.optimize import minimize  # lazily (CLI start-up)
+    from scipy.optimize import minimize  # lazily (CLI start-up)
 
-        res = minimize(
-            objective,
-            theta,
-            args=(delta,),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-5, "maxcor": 20},
-        )
+    for delta in deltas:
+        # the arithmetic between passes is (m x k)-sized (triangular solves, L-BFGS updates):
+        # one BLAS thread (a pass sets its own threads); multi-threaded BLAS on products this
+        # small loses more to synchronization than it gains, most of all on shared cores
+        with blas_threads(1):
+            res = minimize(
+                objective,
+                theta,
+                args=(delta,),
+                jac=True,
+                method="L-BFGS-B",
+                options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-5, "maxcor": 20},
+            )
         theta, iters = res.x, iters + res.nit
         converged, message = converged and bool(res.success), str(res.message)
     final, _ = objective(theta, 0.0)

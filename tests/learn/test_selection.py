@@ -313,18 +313,21 @@ def test_abandoned_first_pass_does_not_duplicate_the_cache(small):
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
 def test_models_equal_with_and_without_cache(small, loss):
     """The decoded cache hands out the very features a pass decodes: the same model, the
-    same passes, bit for bit (floating-point operations in the same order)."""
+    same passes, bit for bit on one thread (floating-point operations in the same order);
+    on two threads (a cached pass split over them) equal up to the order of the sums."""
     kw = dict(model="svm", C=1.0, loss=loss, max_iter=40 if loss == "squared_hinge" else 12)
     out = {}
     # default (decoded: 600 x 264 bytes), packed only (600 x 32 bytes), none
     for budget in (None, 50_000, 0):
-        res = train(small, None, TrainSettings(**kw, cache_bytes=budget))
+        res = train(small, None, TrainSettings(**kw, cache_bytes=budget), threads=1)
         out[res.report["cache"]["kind"]] = res
     assert set(out) == {"decoded", "packed", "none"}
     ref = out["none"]
     for res in out.values():
         np.testing.assert_array_equal(res.model.W, ref.model.W)
         assert res.report["passes"] == ref.report["passes"]
+    two = train(small, None, TrainSettings(**kw), threads=2)
+    assert two.report["objective"] == pytest.approx(ref.report["objective"], rel=1e-6)
 
 
 def test_binary_svm_selection(tmp_path):
