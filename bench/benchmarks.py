@@ -219,6 +219,14 @@ def write_doc(res):
             f"{blas}. rfcli encodes with {THREADS} threads.",
             "",
         ]
+    if res.get("load"):
+        L += [
+            "One-minute load average before/after each section (the machine is shared; a "
+            "load above its 2 cores slows both sides of a comparison, not always alike): "
+            + ", ".join(f"{k} {a:.1f}/{b:.1f}" for k, (a, b) in res["load"].items())
+            + ".",
+            "",
+        ]
     L += speed_doc(res)
     if res.get("trigfree"):
         r = res["trigfree"]
@@ -295,6 +303,7 @@ def main():
 
     try:
         for part in args.only.split(","):
+            load0 = os.getloadavg()[0]
             if part == "machine":
                 res["machine"] = machine()
             elif part == "startup":
@@ -322,6 +331,7 @@ def main():
                     [10_000, 100_000] if q else [100_000, 1_000_000, 10_000_000],
                     previous=None if q else res.get("scale"),
                 )
+            res.setdefault("load", {})[part] = [load0, os.getloadavg()[0]]
             with open(path, "w") as f:
                 json.dump(res, f, indent=1, default=str)
             write_doc(res)
