@@ -82,3 +82,15 @@ def run(src, out, chunk_rows=8192, threads=1, **kw):
         overwrite=True,
     )
     return res
+
+
+def ridge_engines_tolerance(store: str, W: np.ndarray, alpha: float) -> float:
+    """How far two KRR solutions from the same store may differ when their float32 block
+    products of Phi'Phi group and shift the rows differently (other engines, slices): each
+    Gram entry carries a rounding of about sqrt(n) eps32 sum_i F_ij^2, which moves W by at
+    most ||dG|| ||W|| / alpha per side (the Frobenius distance between the solutions)."""
+    from rfcli.io.store import FeatureStore
+
+    F = np.concatenate([f for _, f in FeatureStore(store).iter_features()]).astype(np.float64)
+    dG = np.sqrt(len(F)) * np.finfo(np.float32).eps * (F**2).sum(0).max()
+    return 2 * dG * float(np.linalg.norm(W)) / alpha
