@@ -1,0 +1,212 @@
+"""Where GP regression looks for its lengthscales: bounds from a row sample, and global scans
+of the log marginal likelihood (LML) with the signal and noise variances profiled out.
+
+Bounds (standardized inputs, :func:`data_bounds`): below the nearest-neighbour spacing of the
+sample the data cannot tell a lengthscale from white noise, above a few times the data's
+extent the kernel is flat over the data (every larger lengthscale gives the same fit).
+
+Scans (:func:`scan`): for a lengthscale (vector) ``ell`` the kernel matrix is
+``s2 M(ell) + lambda I`` on an r-dimensional space (plus ``lambda`` alone on the other
+``n - r`` dimensions); one eigendecomposition ``M = Q diag(mu) Q'`` makes the LML a cheap
+function of (s2, lambda) for that ``ell``:
+
+    LML = -1/2 sum_i [z_i^2 / (s2 mu_i + lambda) + log(s2 mu_i + lambda)]
+          - 1/2 [rest / lambda + (n - r) log lambda] - n/2 log 2 pi,     z = Q' z0,
+
+maximized over a grid of (s2, lambda) and then by L-BFGS-B (:func:`profile`).  Two sources
+of ``M``: the exact kernel on a bounded row sample (:func:`exact_profile`, any lengthscale,
+O(k^3) for k sample rows) and the Gauss-Legendre statistics of the full data
+(:func:`glf_profile`, ``M = P W(ell) P'`` in the eigenbasis of G, valid where the quadrature
+rule meets its tolerance).  The same grid scan and its restarts are what Hilbert-space and
+quadrature GPs allow because their features are fixed and only diagonal weights change
+(Solin & Sarkka 2020; Riutort-Mayol et al. 2023).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+LOG2PI = np.log(2 * np.pi)
+#: upper lengthscale bound = HI_FACTOR x the sample's extent (per dimension with ARD)
+HI_FACTOR = 3.0
+#: scan grid density (lengthscales per decade) and size limits
+PER_DECADE = 6
+MIN_GRID, MAX_GRID = 7, 31
+
+
+def data_bounds(X: np.ndarray, ard: bool) -> np.ndarray:
+    """Lengthscale bounds from a row sample X (k, d) of the (standardized) inputs: (d, 2) with
+    ``ard`` (per dimension), else (1, 2).
+
+    Isotropic: lo = the median over sample rows of the Euclidean distance to the nearest other
+    distinct row, hi = HI_FACTOR x the largest column range.  ARD, dimension j: lo = the median
+    over rows of the gap to the nearest other distinct value of column j (with the other
+    lengthscales large, points that differ in x_j only are the ones that inform l_j),
+    hi = HI_FACTOR x the range of column j.  A constant column gets (1, 1)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or len(X) < 2:
+        raise ValueError("data_bounds needs at least 2 sample rows")
+    width = X.max(0) - X.min(0)
+    if not ard:
+        hi = HI_FACTOR * float(width.max())
+        lo = _median_nn(X)
+        return np.array([_ordered(lo, hi)])
+    out = []
+    for j in range(X.shape[1]):
+        hi = HI_FACTOR * float(width[j])
+        out.append(_ordered(_median_gap(X[:, j]), hi))
+    return np.array(out)
+
+
+def _ordered(lo: float, hi: float) -> tuple[float, float]:
+    if not hi > 0:  # constant input: its lengthscale does not matter
+        return 1.0, 1.0
+    if not lo > 0:  # cannot happen with two distinct values; keep a sane range anyway
+        lo = hi / 100
+    return float(min(lo, hi / 2)), float(hi)
+
+
+def _median_nn(X: np.ndarray) -> float:
+    U = np.unique(X, axis=0)
+    if len(U) < 2:
+        return 0.0
+    sq = (U**2).sum(1)
+    D2 = np.maximum(sq[:, None] + sq[None, :] - 2 * U @ U.T, 0.0)
+    np.fill_diagonal(D2, np.inf)
+    D2[D2 == 0] = np.inf
+    nn = np.sqrt(D2.min(1))
+    # rows of X share the distance of their distinct value
+    _, inv = np.unique(X, axis=0, return_inverse=True)
+    return float(np.median(nn[inv.ravel()]))
+
+
+def _median_gap(x: np.ndarray) -> float:
+    u, inv = np.unique(x, return_inverse=True)
+    if len(u) < 2:
+        return 0.0
+    gaps = np.diff(u)
+    nn = np.minimum(np.r_[np.inf, gaps], np.r_[gaps, np.inf])
+    return float(np.median(nn[inv.ravel()]))
+
+
+def lengthscale_grid(lo: float, hi: float, per_decade: int = PER_DECADE) -> np.ndarray:
+    """Log-spaced lengthscales from lo to hi (both included)."""
+    if hi <= lo:
+        return np.array([lo])
+    k = int(np.clip(np.ceil(per_decade * np.log10(hi / lo)) + 1, MIN_GRID, MAX_GRID))
+    return np.geomspace(lo, hi, k)
+
+
+def profile(mu, z2, rest: float, n: int, s2_bounds, lam_bounds):
+    """max over (log s2, log lambda) in bounds of the LML above: (lml, log s2, log lambda)."""
+    from scipy.optimize import minimize  # lazily (CLI start-up)
+
+    mu = np.maximum(np.asarray(mu, dtype=np.float64), 0.0)
+    z2 = np.asarray(z2, dtype=np.float64)
+    r = len(mu)
+    la = np.log(s2_bounds)
+    lb = np.log(lam_bounds)
+
+    def f(a, b):
+        e = np.exp(a)[..., None] * mu + np.exp(b)[..., None]
+        return (
+            -0.5 * np.sum(z2 / e + np.log(e), axis=-1)
+            - 0.5 * (rest * np.exp(-b) + (n - r) * b)
+            - 0.5 * n * LOG2PI
+        )
+
+    A, B = np.meshgrid(np.linspace(*la, 9), np.linspace(*lb, 13), indexing="ij")
+    vals = f(A, B)
+    i = np.unravel_index(np.argmax(vals), vals.shape)
+    x0 = np.array([A[i], B[i]])
+
+    def neg(t):
+        a, b = t
+        e = np.exp(a) * mu + np.exp(b)
+        g = z2 / e**2 - 1 / e
+        ga = 0.5 * np.exp(a) * (mu @ g)
+        gb = 0.5 * np.exp(b) * g.sum() + 0.5 * (rest * np.exp(-b) - (n - r))
+        return -float(f(np.array(a), np.array(b))), -np.array([ga, gb])
+
+    res = minimize(neg, x0, jac=True, method="L-BFGS-B", bounds=[tuple(la), tuple(lb)])
+    if -res.fun >= vals[i]:
+        return float(-res.fun), float(res.x[0]), float(res.x[1])
+    return float(vals[i]), float(x0[0]), float(x0[1])
+
+
+def exact_profile(X, y, kernel: str, s2_bounds, lam_bounds) -> Callable:
+    """LML profile of the exact GP on rows X, standardized targets y: ``ell -> (lml, log s2,
+    log lambda)`` (ell: one value, or one per input)."""
+    from rfcli.maps.gauss_legendre import stationary_kernel
+
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+
+    def evaluate(ell):
+        K = stationary_kernel(kernel, X, X, np.asarray(ell, dtype=np.float64))
+        mu, U = np.linalg.eigh(K)
+        return profile(mu, (U.T @ y) ** 2, 0.0, len(y), s2_bounds, lam_bounds)
+
+    return evaluate
+
+
+def glf_profile(red, spectral, s2_bounds, lam_bounds) -> Callable:
+    """LML profile from Gauss-Legendre statistics (:class:`rfcli.learn.gpr.Reduced`):
+    ``M = P W(ell) P'`` with W the quadrature weights times spectral density."""
+
+    def evaluate(ell):
+        wp, _ = spectral.fn(np.asarray(ell, dtype=np.float64))
+        M = (red.P * wp) @ red.P.T
+        mu, Q = np.linalg.eigh((M + M.T) / 2)
+        z2 = (Q.T @ red.z) ** 2
+        return profile(mu, z2, red.yty - red.zz, red.n, s2_bounds, lam_bounds)
+
+    return evaluate
+
+
+def scan(evaluate: Callable, grids: list[np.ndarray], sweeps: int = 2) -> list[dict]:
+    """Evaluate the profiled LML on lengthscale grids (one per lengthscale parameter).  One
+    parameter: every grid point.  Several (ARD): the diagonal (the same relative position in
+    every grid), then ``sweeps`` rounds of coordinate scans through the best point so far.
+    Returns every evaluated point: {"ell", "lml", "log_s2", "log_lam"}."""
+    seen: dict[tuple, dict] = {}
+
+    def ev(ell) -> dict:
+        ell = np.asarray(ell, dtype=np.float64)
+        key = tuple(np.round(np.log(ell), 9))
+        if key not in seen:
+            lml, a, b = evaluate(ell)
+            seen[key] = {"ell": ell, "lml": lml, "log_s2": a, "log_lam": b}
+        return seen[key]
+
+    if len(grids) == 1:
+        for g in grids[0]:
+            ev([g])
+        return list(seen.values())
+    k = max(len(g) for g in grids)
+    for t in np.linspace(0.0, 1.0, k):
+        ev([g[0] * (g[-1] / g[0]) ** t for g in grids])
+    for _ in range(sweeps):
+        for j, g in enumerate(grids):
+            base = max(seen.values(), key=lambda p: p["lml"])["ell"]
+            for v in g:
+                ell = base.copy()
+                ell[j] = v
+                ev(ell)
+    return list(seen.values())
+
+
+def pick_starts(points: list[dict], k: int, delta: float, ratio: float = 2.0) -> list[dict]:
+    """Up to k points, best first, each with LML within ``delta`` of the best and at least a
+    factor ``ratio`` away (in some lengthscale) from those already picked."""
+    order = sorted(points, key=lambda p: -p["lml"])
+    picked: list[dict] = []
+    for p in order:
+        if p["lml"] < order[0]["lml"] - delta or len(picked) >= k:
+            break
+        far = all(np.max(np.abs(np.log(p["ell"] / q["ell"]))) > np.log(ratio) for q in picked)
+        if far:
+            picked.append(p)
+    return picked

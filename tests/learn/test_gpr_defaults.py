@@ -1,0 +1,365 @@
+"""GP regression with default settings: lengthscale bounds from the data, the global scan
+(GLF statistics and the exact GP on the row sample), quadrature levels whose nodes follow
+the optimum (with the kernel-error tolerance held there), composite rules, refusals.
+
+Reference values come from the dense exact GP on the same rows.  Tolerances: where GLF's
+log marginal likelihood (LML) stands in for the exact one, the test measures the largest
+difference between the two at the points compared (Delta) and allows 2 Delta plus the
+optimizer's tolerance -- the bound that follows from maximizing a function within Delta of
+the exact one."""
+
+import numpy as np
+import pytest
+
+from rfcli.encoder_fit import BottomK
+from rfcli.errors import UsageError
+from rfcli.io.settings import ReadSettings
+from rfcli.jobs import train_gpr as job
+from rfcli.jobs.train_gpr import GPRSettings, train_gpr
+from rfcli.learn.gpr import GPStats, Reduced, fit_hyperparameters, glf_spectral, lml_and_grad
+from rfcli.learn.gpr_search import (
+    HI_FACTOR,
+    data_bounds,
+    exact_profile,
+    glf_profile,
+    lengthscale_grid,
+    profile,
+)
+from rfcli.learn.model_file import load_model
+from rfcli.maps import gauss_legendre as G
+from rfcli.threads import blas_threads
+from tests.helpers import write_parquet
+
+LOG2PI = np.log(2 * np.pi)
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    """The reference computations here are small: on one BLAS thread, as rfcli's learning
+    runs them (spinning BLAS threads slow them down many times on a busy machine)."""
+    with blas_threads(1):
+        yield
+
+
+def exact_lml(X, y, theta):
+    """Exact GP LML of standardized targets y at theta = log(s2, ell..., lambda)."""
+    s2, ell, lam = np.exp(theta[0]), np.exp(theta[1:-1]), np.exp(theta[-1])
+    K = s2 * G.stationary_kernel("gaussian", X, X, ell) + lam * np.eye(len(X))
+    L = np.linalg.cholesky(K)
+    a = np.linalg.solve(L, y)
+    return -0.5 * a @ a - np.log(np.diag(L)).sum() - 0.5 * len(y) * LOG2PI
+
+
+def standardize(x, y):
+    X = np.atleast_2d(np.asarray(x, float).T).T
+    return (X - X.mean(0)) / X.std(0), (y - y.mean()) / y.std()
+
+
+@pytest.fixture(scope="module")
+def two_basins(tmp_path_factory):
+    """1-D: a quadratic trend plus a period-1 oscillation over 40 periods, 400 rows.  The
+    exact LML in the lengthscale has its global maximum near 0.035 (the oscillation) and a
+    second one beyond 2 (the trend alone) behind a deep valley near 0.09."""
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(0, 40, 400))
+    y = 0.02 * (x - 20) ** 2 + np.sin(2 * np.pi * x) + 0.2 * rng.normal(size=400)
+    path = write_parquet(tmp_path_factory.mktemp("gp") / "two.parquet", x=x, y=y)
+    return path, x, y
+
+
+def train(path, **kw):
+    return train_gpr(str(path), None, GPRSettings(**kw), ReadSettings(label="y")).report
+
+
+def theta_of(rep, y):
+    v = y.var()
+    return np.log([rep["signal_variance"] / v, *rep["lengthscale"], rep["noise_variance"] / v])
+
+
+# -- bounds from the data ------------------------------------------------------------------
+def test_bounds_from_a_regular_grid():
+    g1, g2 = np.arange(0, 2.01, 0.1), np.arange(0, 5.01, 0.25)
+    X = np.array(np.meshgrid(g1, g2, indexing="ij")).reshape(2, -1).T
+    iso = data_bounds(X, ard=False)
+    np.testing.assert_allclose(iso, [[0.1, HI_FACTOR * 5.0]], rtol=1e-12)
+    ard = data_bounds(X, ard=True)
+    np.testing.assert_allclose(ard, [[0.1, HI_FACTOR * 2.0], [0.25, HI_FACTOR * 5.0]], rtol=1e-12)
+
+
+def test_bounds_use_the_median_gap_between_distinct_values():
+    # gaps 1, 1, 1, 10, 10: the nearest-neighbour distances are 1, 1, 1, 1, 10, 10 -> median
+    # 1 (their mean is 4); duplicated rows neither count as neighbours nor shift the median
+    x = np.cumsum([0, 1, 1, 1, 10, 10]).astype(float)
+    X = np.concatenate([x, x[:3]])[:, None]
+    for ard in (False, True):
+        np.testing.assert_allclose(data_bounds(X, ard), [[1.0, HI_FACTOR * 23.0]])
+    # a constant column does not constrain anything
+    assert data_bounds(np.column_stack([x, np.ones(6)]), True)[1].tolist() == [1.0, 1.0]
+
+
+def test_training_bounds_come_from_the_fitting_pass_sample(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-3, 7, 1500) ** 3
+    path = write_parquet(tmp_path / "b.parquet", x=x, y=np.sin(x / 50))
+    reps = [train(path, learn=False, sample_rows=200, seed=s) for s in (0, 0, 1)]
+    assert reps[0]["lengthscale_bounds"] == reps[1]["lengthscale_bounds"]  # deterministic
+    assert reps[2]["lengthscale_bounds"] != reps[0]["lengthscale_bounds"]  # another sample
+    for rep, seed in zip(reps, (0, 0, 1), strict=True):
+        assert rep["bounds_from"] == "data"
+        sample = BottomK(200, seed)
+        sample.update(0, ((x - x.mean()) / x.std())[:, None])
+        np.testing.assert_allclose(
+            rep["lengthscale_bounds"], data_bounds(sample.rows, False), rtol=1e-12
+        )
+
+
+# -- composite rules -----------------------------------------------------------------------
+def test_composite_line_integrates_polynomials_exactly():
+    L = 3.0
+    x, w = G.composite_line(L, panels=5, ell_hi=50.0)  # graded near 0 as well
+    assert np.all(np.diff(x) > 0) and np.all(w > 0)
+    for k in range(8):  # even powers up to 14: exact on every panel (>= 8 nodes each)
+        assert w @ x ** (2 * k) == pytest.approx(2 * L ** (2 * k + 1) / (2 * k + 1), rel=1e-12)
+
+
+def test_grading_at_zero_resolves_the_largest_lengthscale(monkeypatch):
+    # panels of width 4 on [0, 20]: the spectrum at lengthscale 10 (sd 0.016) lies in the
+    # first panel's first percent
+    L, width, ell_hi, tol = 20.0, 1.0, 10.0, 1e-3
+    delta = G.probe_differences(np.array([width]), seed=7)
+    graded = G.composite_line(L, 5, ell_hi)
+    err = G.kernel_error("gaussian", graded[0][:, None], graded[1], delta, np.array([[ell_hi]]))
+    assert err <= tol
+    monkeypatch.setattr(G, "GRADE_SIGMAS", np.inf)  # the same panels, no split at 0
+    plain = G.composite_line(L, 5, ell_hi)
+    assert len(plain[0]) < len(graded[0])
+    err = G.kernel_error("gaussian", plain[0][:, None], plain[1], delta, np.array([[ell_hi]]))
+    assert err > 10 * tol
+
+
+def test_composite_rule_where_one_rule_needs_more_nodes():
+    width, ranges, tol = np.array([3.5]), np.array([[0.01, 10.0]]), 1e-3
+    rule = G.design_rule("gaussian", width, ranges, tol, rule="auto")
+    assert rule["rules"] == ["composite"]
+    # the tolerance holds at lengthscales and differences that were not probed
+    delta = G.probe_differences(width, seed=123)
+    ells = np.geomspace(0.01, 10.0, 40)[:, None]
+    assert G.kernel_error("gaussian", rule["H"], rule["w"], delta, ells) <= tol
+    # one Gauss-Legendre rule with as many nodes does not
+    H, w = G.half_space_nodes(np.array(rule["L"]), np.array([rule["q"][0]]))
+    assert G.kernel_error("gaussian", H, w, delta, ells) > 3 * tol
+    # over a narrow range one rule is the smaller, and "auto" takes it
+    narrow = np.array([[0.015, 0.035]])
+    sizes = {
+        r: len(G.design_rule("gaussian", width, narrow, tol, rule=r)["w"])
+        for r in ("single", "composite", "auto")
+    }
+    assert sizes["auto"] == sizes["single"] < sizes["composite"]
+
+
+def test_composite_glf_lml_matches_the_exact_gp():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (300, 1))
+    y = np.sin(12 * X[:, 0]) + 0.1 * rng.normal(size=300)
+    y = (y - y.mean()) / y.std()
+    fmap = G.GaussLegendreMap(lengthscale_bounds=(0.02, 3.0), tol=1e-6, rule="composite")
+    fmap.fit(1, box=(X.min(0), X.max(0)))
+    assert fmap.rules_ == ["composite"]
+    st = GPStats(fmap.n_features)
+    st.update(fmap.transform_raw(X)[0], y)
+    red, sp = Reduced(st.G, st.c, st.yty, st.n), glf_spectral(fmap, ard=False)
+    for ell in (0.02, 0.1, 0.5, 3.0):
+        theta = np.log([1.3, ell, 0.05])
+        assert lml_and_grad(theta, red, sp, False)[0] == pytest.approx(
+            exact_lml(X, y, theta), rel=1e-4
+        )
+
+
+# -- the global scan -----------------------------------------------------------------------
+def test_profile_maximizes_signal_and_noise():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 1, (200, 1))
+    y = np.sin(8 * X[:, 0]) + 0.3 * rng.normal(size=200)
+    y = (y - y.mean()) / y.std()
+    lml, a, b = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-6, 10))([0.2])
+    assert lml == pytest.approx(exact_lml(X, y, np.array([a, np.log(0.2), b])), rel=1e-10)
+    # no (s2, lambda) does better: a fine grid and L-BFGS from elsewhere
+    for s2 in np.geomspace(0.1, 10, 9):
+        for lam in np.geomspace(1e-3, 1, 9):
+            assert exact_lml(X, y, np.log([s2, 0.2, lam])) <= lml + 1e-9
+    # profile() is the same maximization for eigenvalues given directly
+    K = G.stationary_kernel("gaussian", X, X, 0.2)
+    mu, U = np.linalg.eigh(K)
+    assert profile(mu, (U.T @ y) ** 2, 0.0, 200, (1e-3, 1e3), (1e-6, 10))[0] == pytest.approx(lml)
+
+
+def test_glf_profile_equals_the_glf_lml():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(0, 1, (250, 2))
+    y = np.sin(5 * X[:, 0]) * X[:, 1] + 0.1 * rng.normal(size=250)
+    y = (y - y.mean()) / y.std()
+    # the profile must equal the LML whatever the quadrature: a small fixed grid
+    fmap = G.GaussLegendreMap(lengthscale_bounds=[[0.2, 1.0], [0.3, 2.0]], nodes=[20, 16])
+    fmap.fit(2, box=(X.min(0), X.max(0)))
+    st = GPStats(fmap.n_features)
+    st.update(fmap.transform_raw(X)[0], y)
+    red, sp = Reduced(st.G, st.c, st.yty, st.n), glf_spectral(fmap, ard=True)
+    lml, a, b = glf_profile(red, sp, (1e-3, 1e3), (1e-6, 10))(np.array([0.4, 0.9]))
+    theta = np.array([a, np.log(0.4), np.log(0.9), b])
+    assert lml == pytest.approx(lml_and_grad(theta, red, sp, False)[0], rel=1e-10)
+    res, _ = fit_hyperparameters(
+        red, sp, [(1e-3, 1e3), (0.4, 0.4), (0.9, 0.9), (1e-6, 10)], [np.exp(theta)]
+    )
+    assert -res.fun <= lml + 1e-6 * abs(lml)
+
+
+def _global_check(rep, fmap, X, y):
+    """GLF's optimum against the exact GP's (refined from the exact profile scan's best grid
+    point and from GLF's optimum).  With Delta the largest |GLF LML - exact LML| at the two
+    optima (GLF's from the final map's statistics), maximizing GLF's LML gives
+    exact(theta_glf) >= exact(theta_exact) - 2 Delta, up to the optimizers' tolerance."""
+    from scipy.optimize import minimize
+
+    th_glf = theta_of(rep, y)  # y standardized: variance 1
+    ev = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-6, 10))
+    pts = [(ev([v]), v) for v in lengthscale_grid(*rep["lengthscale_bounds"][0], 8)]
+    (_, a, b), v = max(pts, key=lambda p: p[0][0])
+    best = None
+    for x0 in (np.array([a, np.log(v), b]), th_glf):
+        r = minimize(
+            lambda t: -exact_lml(X, y, t),
+            x0,
+            method="Nelder-Mead",
+            options={"xatol": 1e-6, "fatol": 1e-8, "maxiter": 4000},
+        )
+        best = r if best is None or r.fun < best.fun else best
+    st = GPStats(fmap.n_features)
+    st.update(fmap.transform_raw(X)[0], y)
+    red, sp = Reduced(st.G, st.c, st.yty, st.n), glf_spectral(fmap, ard=False)
+    delta = max(
+        abs(lml_and_grad(t, red, sp, False)[0] - exact_lml(X, y, t)) for t in (th_glf, best.x)
+    )
+    assert delta < 0.1  # the final rule is accurate at both points
+    assert exact_lml(X, y, th_glf) >= -best.fun - 2 * delta - 1e-3
+    return best.x
+
+
+def train_and_map(path, tmp_path, **kw):
+    model = str(tmp_path / "m.npz")
+    rep = train_gpr(str(path), model, GPRSettings(**kw), ReadSettings(label="y")).report
+    return rep, load_model(model)[1].fmap
+
+
+def test_scan_reaches_the_global_optimum(two_basins, tmp_path):
+    path, x, y = two_basins
+    X, ys = standardize(x, y)
+    std = write_parquet(tmp_path / "std.parquet", x=x, y=ys)
+    rep, fmap = train_and_map(std, tmp_path)
+    theta = _global_check(rep, fmap, X, ys)
+    assert rep["lengthscale"][0] == pytest.approx(np.exp(theta[1]), rel=0.02)
+    assert rep["lengthscale"][0] < 0.06  # the oscillation, not the trend
+    # a single start in the middle of the bounds (no scan) climbs to the trend's maximum
+    from scipy.optimize import minimize
+
+    mid = np.log([1.0, np.sqrt(np.prod(rep["lengthscale_bounds"][0])), 0.1])
+    r = minimize(lambda t: -exact_lml(X, ys, t), mid, method="L-BFGS-B")
+    assert np.exp(r.x[1]) > 0.5 and -r.fun < exact_lml(X, ys, theta) - 100
+
+
+def test_sample_scan_finds_what_the_coarse_rule_cannot_resolve(two_basins, tmp_path):
+    path, x, y = two_basins
+    X, ys = standardize(x, y)
+    std = write_parquet(tmp_path / "std.parquet", x=x, y=ys)
+    # a coarse rule that resolves only lengthscales far above the optimum
+    rep, fmap = train_and_map(std, tmp_path, coarse_nodes=40)
+    coarse = rep["levels"][0]
+    assert coarse["kind"] == "coarse" and coarse["lengthscale_range"][0][0] > 0.2
+    assert rep["sample_scan"]["start"][0] < 0.06
+    _global_check(rep, fmap, X, ys)
+    assert rep["lengthscale"][0] < 0.06
+
+
+# -- levels: nodes follow the optimum, tolerance at the optimum ------------------------------
+def _smooth(tmp_path, name, scale, n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0, 10, n)
+    y = np.sin(x / scale) + 0.5 * np.cos(0.7 * x / scale) + 0.1 * rng.normal(size=n)
+    return write_parquet(tmp_path / f"{name}.parquet", x=x, y=y), x, y
+
+
+def test_nodes_follow_the_optimum_and_meet_tol_there(tmp_path):
+    out = {}
+    for name, scale in (("short", 0.15), ("long", 0.6)):
+        path, x, y = _smooth(tmp_path, name, scale)
+        model = tmp_path / f"{name}.npz"
+        rep = train_gpr(path, str(model), GPRSettings(tol=1e-4), ReadSettings(label="y")).report
+        _, encoder, _ = load_model(str(model))
+        fmap = encoder.fmap
+        ell = rep["lengthscale"][0]
+        lo, hi = fmap.lengthscale_bounds  # the lengthscales the final rule serves
+        # the rule serves a trust region around the optimum, not the data bounds
+        assert lo <= ell / job.F_IN and ell * job.F_IN <= hi
+        assert lo >= rep["lengthscale_bounds"][0][0] * 3 and hi <= ell * job.F_OUT**2
+        # kernel error at the optimum on the training pairs' own differences (not probes)
+        Xs = encoder.preprocess.transform(x[:, None])
+        i, j = np.random.default_rng(1).integers(0, len(x), (2, 3000))
+        delta = Xs[i] - Xs[j]
+        exact = G.stationary_kernel("gaussian", delta, np.zeros((1, 1)), ell)[:, 0]
+        approx = G.quadrature_kernel("gaussian", fmap.H_, fmap.w_, delta, ell)
+        assert np.abs(approx - exact).max() <= 1e-4
+        assert rep["probe_error"] <= 1e-4 and rep["converged"]
+        out[name] = (ell, len(fmap.w_), rep)
+        # far fewer nodes than a rule for the whole bounds (the worst case) would need
+        width = np.ptp(Xs)
+        worst = G.design_rule(
+            "gaussian", np.array([width]), np.array(rep["lengthscale_bounds"]), 1e-4
+        )
+        assert len(fmap.w_) * 10 < len(worst["w"])
+    (l_s, n_s, _), (l_l, n_l, _) = out["short"], out["long"]
+    assert l_l / l_s > 2.5
+    # nodes grow as width / lengthscale (plus a few per rule): more for the shorter one
+    assert n_s > 1.8 * n_l
+
+
+def test_levels_stop_when_the_optimum_stops_moving(tmp_path):
+    path, x, y = _smooth(tmp_path, "walk", 0.3, seed=4)
+    # a coarse rule far above the optimum: the levels walk down to it
+    rep = train(path, coarse_nodes=16)
+    levels = [lv for lv in rep["levels"] if lv["kind"] == "level"]
+    assert len(levels) >= 2 and rep["converged"]
+    last = levels[-1]
+    ell = rep["lengthscale"][0]
+    lo, hi = last["lengthscale_range"][0]
+    assert lo <= ell / job.F_IN and ell * job.F_IN <= hi
+    # a fresh rule around the final optimum (another pass) moves nothing
+    again = train(path, lengthscale_bounds=(ell / job.F_OUT, ell * job.F_OUT))
+    assert again["lengthscale"][0] == pytest.approx(ell, rel=1e-3)
+    assert again["log_marginal_likelihood"] == pytest.approx(
+        rep["log_marginal_likelihood"], abs=1e-3
+    )
+
+
+def test_ard_bounds_and_levels_per_dimension(tmp_path):
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, (300, 2))
+    y = np.sin(9 * X[:, 0]) + 0.3 * X[:, 1] + 0.05 * rng.normal(size=300)
+    path = write_parquet(tmp_path / "ard.parquet", a=X[:, 0], b=X[:, 1], y=y)
+    rep = train(path, ard=True)
+    assert len(rep["lengthscale_bounds"]) == 2 and len(rep["lengthscale"]) == 2
+    l0, l1 = rep["lengthscale"]
+    assert l1 > 4 * l0  # x2 enters linearly: a long lengthscale
+    ranges = [lv for lv in rep["levels"] if lv["kind"] == "level"][-1]["lengthscale_range"]
+    for (lo, hi), ell, (blo, bhi) in zip(ranges, (l0, l1), rep["lengthscale_bounds"], strict=True):
+        assert (lo <= ell / job.F_IN or lo == blo) and (ell * job.F_IN <= hi or hi == bhi)
+    assert rep["probe_error"] <= 1e-3
+
+
+# -- refusals ------------------------------------------------------------------------------
+def test_refused_with_the_numbers_when_the_optimum_needs_too_many_nodes(tmp_path, monkeypatch):
+    path, _, _ = _smooth(tmp_path, "tight", 0.1)
+    monkeypatch.setattr(G, "MAX_NODES", 40)
+    with pytest.raises(UsageError) as e:
+        train(path)
+    msg = str(e.value)
+    assert "more than 40 nodes" in msg and "q=" in msg and "L=" in msg
+    assert "budget is 40 nodes" in msg and "lengthscales" in msg
