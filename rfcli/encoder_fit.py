@@ -23,6 +23,7 @@ from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_m
 from rfcli.quantize import Quantizer, make_quantizer
 from rfcli.quantize.base import check_bits
 from rfcli.random import keyed_uniform
+from rfcli.threads import blas_threads
 
 
 @dataclass
@@ -247,7 +248,10 @@ class EncoderFitter:
         return RowReducer(self.fmap.pass_reductions, FIT_BLOCK, row0=row0)
 
     def map_values(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        return self.fmap.pass_values(self.pre.transform(X))
+        # one BLAS thread: the fitted encoder must not depend on threads or engine (other
+        # thread counts sum the products in another order on some BLAS kernels)
+        with blas_threads(1):
+            return self.fmap.pass_values(self.pre.transform(X))
 
     def finish_map_pass(self, reducer: RowReducer, where: str) -> None:
         if reducer.n == 0:
@@ -307,7 +311,8 @@ def fit_empirical(
     Lloyd-Max (:class:`rfcli.quantize.empirical.EmpiricalQuantizer`)."""
     from rfcli.quantize.empirical import EmpiricalQuantizer
 
-    z, _ = fmap.transform_raw(rows)
+    with blas_threads(1):  # the same quantizer whatever the threads or engine
+        z, _ = fmap.transform_raw(rows)
     z = np.asarray(z, dtype=np.float64)
     if z.size > n_values:
         keys = keyed_uniform(seed, np.arange(z.shape[0]), z.shape[1]).ravel()
