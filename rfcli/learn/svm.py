@@ -51,8 +51,8 @@ LOSSES = ("squared_hinge", "hinge")
 class LinearSVM(LinearModel):
     kind = "svm"
 
-    def scores(self, F):
-        s = super().scores(F)
+    def scores(self, F, precise: bool = True):
+        s = super().scores(F, precise)
         # binary problems keep one weight vector: class 1 vs class 0
         return np.column_stack((-s[:, 0], s[:, 0])) if self.W.shape[1] == 1 else s
 

@@ -3,6 +3,7 @@ on the features of in-memory rows, chunk by chunk."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -85,7 +86,9 @@ class _LinearBase(RFEstimator):
         lm = self.model_
         k = lm.W.shape[1]
         width = 2 if lm.kind == "svm" and k == 1 else k
-        return self._stack(X, lm.scores, width, normalized=lm.normalized)
+        # float64 products: a row's score does not depend on the other rows given
+        # (scikit-learn's subset-invariance check, on every BLAS kernel)
+        return self._stack(X, partial(lm.scores, precise=True), width, normalized=lm.normalized)
 
 
 class RandomFeatureSVC(ClassifierMixin, _LinearBase):
