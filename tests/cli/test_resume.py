@@ -90,7 +90,11 @@ def test_resume_drops_the_temporary_file_of_a_write_cut_short(big_input, referen
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_keeps_checkpoint_and_says_so(big_input, reference, tmp_path, sig):
     out = tmp_path / "s.zarr"
-    code, stderr = run_until(encode_args(big_input, out), out, N_ROWS // 3, sig)
+    for _ in range(3):  # on a loaded machine the (fast) encode may finish before the signal
+        code, stderr = run_until(encode_args(big_input, out, "--overwrite"), out,
+                                 N_ROWS // 3, sig)  # fmt: skip
+        if code != 0:
+            break
     assert code == 130, stderr
     last = stderr.strip().splitlines()[-1]
     assert "interrupted" in last and "--resume" in last and ".partial" in last
