@@ -12,7 +12,8 @@ Each section prints its numbers and adds them to build/bench/sklearn/results.jso
 * svm: make_pipeline(StandardScaler(), RandomFeatureSVC(n_features=2048, bits=2)) with
   GridSearchCV(cv=3) over gamma in gamma_0 * 2^{-2..3} and C in {10, 100}.
 * ridge: RandomFeatureRidge on diamonds (z-scored inputs, alpha by 5-fold CV, gamma by the
-  search), test MSE in y units against the README's tuned exact KRR (0.01213).
+  search; m x b in 2048x2, 2048x4, 4096x2), test MSE in y units against the README's tuned
+  exact KRR (0.01213).
 * gpr: GLFRegressor on co2 and quakes arrays against ``rfcli train --model gpr --label y``
   run as a command on the files (likelihood, hyperparameters, test MSE, predictions).
 * memory: RandomFeatureRidge(n_features=2048).fit on a 1M x 32 float32 array in a fresh
@@ -203,8 +204,8 @@ def main() -> None:
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
     ap.add_argument("--sections", default="exact,svm,ridge,gpr,memory")
     ap.add_argument("--sets", default="letter,optdigits")
-    ap.add_argument("--ridge-features", type=int, default=4096)
-    ap.add_argument("--ridge-bits", type=int, default=2)
+    ap.add_argument("--ridge-configs", default="2048x2,2048x4,4096x2",
+                    help="n_features x bits of the ridge section's fits")  # fmt: skip
     ap.add_argument(
         "--memory-rows",
         default="1000000,250000",
@@ -229,10 +230,9 @@ def main() -> None:
         if "svm" in sections:
             record(f"svm/{name}", rf_svc(a.data, name))
     if "ridge" in sections:
-        record(
-            f"ridge/diamonds/{a.ridge_features}x{a.ridge_bits}",
-            rf_ridge(a.data, a.ridge_features, a.ridge_bits),
-        )
+        for cfg in a.ridge_configs.split(","):
+            m, b = map(int, cfg.split("x"))
+            record(f"ridge/diamonds/{m}x{b}", rf_ridge(a.data, m, b))
     if "gpr" in sections:
         for name in ("co2", "quakes"):
             record(f"gpr/{name}", gpr_vs_cli(a.data, name))

@@ -71,7 +71,8 @@ def test_numpy_pandas_and_mapping_inputs(table):
                       extra={"label": y})  # fmt: skip
     assert same_chunks(chunks(f32), ref)
     assert same_chunks(chunks(ArraySource(table.to_pandas())), ref)
-    assert same_chunks(chunks(ArraySource(dict(zip(table.column_names, table.columns)))), ref)
+    mapping = dict(zip(table.column_names, table.columns, strict=True))
+    assert same_chunks(chunks(ArraySource(mapping)), ref)
     df = pd.DataFrame({"a": [1.5, 2.5, 3.5], "b": pd.array([1, None, 3], dtype="Int64"),
                        "s": ["x", None, "z"]})  # fmt: skip
     src = ArraySource(df)
