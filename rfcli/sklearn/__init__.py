@@ -46,10 +46,10 @@ from __future__ import annotations
 
 import sys
 
-try:
-    import sklearn  # noqa: F401
+try:  # validate_data and the estimator tags are new in scikit-learn 1.6
+    from sklearn.utils.validation import validate_data  # noqa: F401
 except ImportError as e:  # pragma: no cover - exercised with scikit-learn hidden
-    _MSG = "rfcli.sklearn needs scikit-learn >= 1.5: pip install 'rfcli[sklearn]'"
+    _MSG = "rfcli.sklearn needs scikit-learn >= 1.6: pip install 'rfcli[sklearn]'"
     if "pytest" in sys.modules:  # collected by pytest --doctest-modules: skip, not an error
         import pytest
 

@@ -292,12 +292,8 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         gp = self.model_
         width = 2 if return_std else 1
 
-        w, b = gp.W[:, 0], gp.b[0]
-
-        def cols(F):
-            # the mean in float64: a GP's weights are large with cancelling terms, so float32
-            # products (rfcli's LinearModel.scores) lose digits and depend on the batch
-            mean = F.astype(np.float64) @ w + b
+        def cols(F):  # rfcli predict's columns: the model's float64 scores, its std
+            mean = gp.predict(F)
             return np.column_stack([mean, gp.std(F)]) if return_std else mean[:, None]
 
         out = self._stack(X, cols, width)
