@@ -173,7 +173,7 @@ class Encoder:
                 "kind": fm.kind,
                 "n_features": fm.n_features,
                 "seed": fm.seed,
-                **_jsonable(params),
+                **jsonable(params),
             },  # fmt: skip
             "summary": fm.describe(),
             "features": self.n_features,
@@ -188,14 +188,14 @@ class Encoder:
         }
 
 
-def _jsonable(v):
+def jsonable(v):
     """NumPy scalars and arrays (and containers of them) as plain JSON values."""
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
+        return jsonable(v.tolist())
     if isinstance(v, np.generic):
         return v.item()
     return v

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rfcli.encoder import Encoder
+from rfcli.encoder import Encoder, jsonable
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.engines import open_engine
 from rfcli.errors import ConfigError, UsageError, check_int
@@ -155,18 +155,6 @@ def train_chunk_rows(encoder: Encoder) -> int:
     return max(256, min(8192, store_rows, (16 << 20) // (4 * m), budget // (48 * m)))
 
 
-def _jsonable(v):
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
-
-
 def _tuples(v):
     """JSON lists back to the tuples the parameters were given as (bounds)."""
     if isinstance(v, list):
@@ -227,7 +215,7 @@ class RFEstimator(BaseEstimator):
         params["random_state"] = getattr(self, "_seed", params.get("random_state"))
         return {
             "estimator": type(self).__name__,
-            "params": _jsonable(params),
+            "params": jsonable(params),
             "feature_names_in": hasattr(self, "feature_names_in_"),
         }
 
@@ -312,7 +300,7 @@ def as_json(report: dict) -> dict:
     """A training report as its model file holds it (JSON: keys are text)."""
     import json
 
-    return json.loads(json.dumps(_jsonable(report)))
+    return json.loads(json.dumps(jsonable(report)))
 
 
 def _fitted_gamma(encoder: Encoder) -> float | None:
