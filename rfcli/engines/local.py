@@ -130,8 +130,9 @@ class LocalEngine(Engine):
         return fitter.encoder(sel.features)
 
     def write_store(self, source, sel, read, encoder, writer) -> str:
-        """The chunk loop: chunks encoded on the thread pool, written in row order.  An
-        interruption keeps the partial store up to its last checkpoint (``--resume``)."""
+        """The chunk loop: chunks encoded on the thread pool (in the calling thread with one
+        thread), written in row order.  An interruption keeps the partial store up to its
+        last checkpoint (``--resume``)."""
         try:
             self._encode_loop(source, sel, read, encoder, writer)
             if writer.rows_written == 0:
@@ -154,7 +155,7 @@ class LocalEngine(Engine):
         with (
             self.progress.task("encoding", source.num_rows) as task,
             blas_threads(1),  # each worker thread computes on one core
-            ThreadPoolExecutor(threads) as pool,
+            ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool,
         ):
             pending: deque = deque()
             if start:
@@ -171,6 +172,10 @@ class LocalEngine(Engine):
                     continue
                 if ch.row0 < start:
                     ch = _tail(ch, start - ch.row0)
+                if pool is None:  # one thread: read, encode and write in turn
+                    writer.write(encoder.encode_chunk(ch.X, ch.row0), ch.label, ch.ids)
+                    task.advance(len(ch))
+                    continue
                 pending.append((pool.submit(encoder.encode_chunk, ch.X, ch.row0), ch))
                 drain(2 * threads)
             drain(0)

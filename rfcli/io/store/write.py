@@ -16,7 +16,7 @@ from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import OutputError, StoreError, UsageError, check_int, first_line
 from rfcli.io import location
-from rfcli.io.store.chunks import SAMPLE_ROWS, ChunkFiles, compressors_for
+from rfcli.io.store.chunks import SAMPLE_ROWS, ChunkFiles, MetadataFile, compressors_for
 from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, partial_path, store_chunk_rows
 from rfcli.io.store.read import FeatureStore
 
@@ -115,6 +115,7 @@ class StoreWriter:
         self._arrays: dict[str, zarr.Array] = {}
         self._specs: dict[str, tuple[tuple, Any]] = {}  # arrays created at their first write
         self._files: dict[str, ChunkFiles | None] = {}
+        self._meta_files: dict[str, MetadataFile] = {}  # checkpoints' zarr.json ("": group)
         try:
             self.group = zarr.open_group(self.tmp, mode="w")
         except OSError as e:
@@ -189,6 +190,7 @@ class StoreWriter:
         self.n_rows = int(meta.get("rows_committed", 0))
         self._buf, self._buf_rows = [], 0
         self._arrays, self._specs, self._files = {}, {}, {}
+        self._meta_files = {}
         names = ["codes", "norms", "row_scale", "label", *(f"ids/{k}" for k in self.id_names)]
         for name in names:
             if name in group:
@@ -220,10 +222,14 @@ class StoreWriter:
                 compressors=compressors_for(None if dtype is str else sample),
                 fill_value="" if dtype is str else 0,
             )
+        return self._arrays[name]
+
+    def _sync_shape(self, name: str, rows: int) -> None:
+        """Make zarr's view of array ``name`` ``rows`` long (its writes need it)."""
         arr = self._arrays[name]
-        if arr.shape[0] != n_rows:
-            arr.resize((n_rows, *arr.shape[1:]))
-        return arr
+        if arr.shape[0] != rows:
+            arr.resize((rows, *arr.shape[1:]))
+        self._meta_files.pop(name, None)  # zarr rewrote the file: read it again
 
     def _put(self, name: str, arr: zarr.Array, start: int, data: np.ndarray) -> None:
         """Rows ``start ..`` of an array: whole chunks straight to their files on a local
@@ -231,6 +237,8 @@ class StoreWriter:
         if name not in self._files:
             where = os.path.join(self.tmp, name)
             self._files[name] = None if self.remote else ChunkFiles.open(arr, where)
+        if self._files[name] is None or start % self.chunk_rows:
+            self._sync_shape(name, start + len(data))  # written through zarr
         _write_rows(arr, self._files[name], start, data, self.chunk_rows)
 
     # -- labels and ids ------------------------------------------------------------------
@@ -315,11 +323,26 @@ class StoreWriter:
         self.n_rows = stop
         self._checkpoint()
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self, shapes: bool = True) -> None:
+        """Every array ``n_rows`` long (unless not ``shapes``), then ``rows_committed``: the
+        rows a resume keeps.  On a local disk both are small rewrites of the ``zarr.json``
+        files (:class:`MetadataFile`); :meth:`close` has zarr write the final ones."""
         self.meta["rows_committed"] = self.n_rows
         if self.meta["label"] is not None and self.classes is not None:
             self.meta["label"]["classes_partial"] = [str(c) for c in self.classes]
-        self.group.attrs[ATTR] = self.meta
+        if self.remote:
+            for name in self._arrays if shapes else ():
+                self._sync_shape(name, self.n_rows)
+            self.group.attrs[ATTR] = self.meta
+            return
+        for name in self._arrays if shapes else ():
+            f = self._meta_files.get(name) or MetadataFile(os.path.join(self.tmp, name))
+            self._meta_files[name] = f
+            if f.rows != self.n_rows:
+                f.update(rows=self.n_rows)
+        group = self._meta_files.get("") or MetadataFile(self.tmp)
+        self._meta_files[""] = group
+        group.update(attrs={ATTR: self.meta})
 
     @property
     def rows_written(self) -> int:
@@ -347,7 +370,7 @@ class StoreWriter:
         for name in list(self._specs):
             self._array(name, samples.get(name), n_rows)
         self.n_rows = 0
-        self._checkpoint()  # records the label kind and classes for the tasks
+        self._checkpoint(shapes=False)  # records the label kind and classes for the tasks
 
     def finish_parallel(self, n_rows: int) -> str:
         """Complete a store whose rows were all written by RegionWriters."""
@@ -369,6 +392,8 @@ class StoreWriter:
         self.meta.pop("resume_key", None)
         self.meta["n_rows"] = self.n_rows
         self.meta["complete"] = True
+        for name, arr in self._arrays.items():  # zarr writes each array's final metadata
+            arr.resize((self.n_rows, *arr.shape[1:]))
         self.group.attrs[ATTR] = self.meta
         if self.remote:
             return self.path
