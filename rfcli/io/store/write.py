@@ -392,7 +392,7 @@ class StoreWriter:
         self.meta.pop("resume_key", None)
         self.meta["n_rows"] = self.n_rows
         self.meta["complete"] = True
-        for name, arr in self._arrays.items():  # zarr writes each array's final metadata
+        for arr in self._arrays.values():  # zarr writes each array's final metadata
             arr.resize((self.n_rows, *arr.shape[1:]))
         self.group.attrs[ATTR] = self.meta
         if self.remote:
