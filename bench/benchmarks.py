@@ -19,7 +19,6 @@ import platform
 import shutil
 import sys
 import tempfile
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -72,15 +71,6 @@ def load_matrix(path: str, label: str, n: int | None = None):
         t = t.slice(0, n)
     X = np.column_stack([t[c].to_numpy() for c in t.column_names if c != label])
     return X.astype(np.float64), t[label].to_numpy()
-
-
-def best_of(fn, reps=3):
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
 
 
 # -- machine ------------------------------------------------------------------------------
@@ -149,7 +139,7 @@ def trigfree_section(m=2048, b=2, reps=50):
     ref = with_cos()
     row = {"m": m, "bits": b}
     for name, fn in (("cos", with_cos), ("remainder", by_remainder), ("floor", by_floor)):
-        row[f"{name}_ms"] = 1e3 * best_of(fn, reps)
+        row[f"{name}_ms"] = 1e3 * speed.best_of(fn, reps)
         row[f"{name}_agreement"] = float(np.mean(fn() == ref))
     print(json.dumps(row), flush=True)
     return row

@@ -121,6 +121,16 @@ def median_run(runs: list[dict], key: str) -> dict:
     return sorted(runs, key=lambda r: r[key])[len(runs) // 2]
 
 
+def best_of(fn, reps: int = 3) -> float:
+    """The least wall time of ``reps`` calls of ``fn``."""
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
 def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: str) -> dict:
     """Each step an encode cannot avoid, alone, on one core, on the same rows (best of 3):
     reading the Parquet columns, the float32 GEMM (in the encoder's row blocks), adding the
@@ -132,14 +142,6 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     from rfcli.maps import make_map
     from rfcli.quantize import make_quantizer, pack_codes
     from rfcli.threads import blas_threads
-
-    def best(fn, reps=3):
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
-        return min(ts)
 
     f = pq.ParquetFile(path)
     cols = [c for c in f.schema_arrow.names if c != label]
@@ -176,13 +178,13 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
 
     with blas_threads(1):
         steps = {
-            "parquet read": best(read),
-            "GEMM": best(each(lambda b: b @ W)),
-            "phase + cos": best(each(lambda b: np.cos(np.add(z, tau, out=z), out=z))),
-            "quantize": best(each(lambda b: q.codes(zc))),
-            "pack": best(each(lambda b: pack_codes(codes, bits))),
-            "row norms": best(each(lambda b: q._row_norms(codes, packed))),
-            "write bytes": best(write),
+            "parquet read": best_of(read),
+            "GEMM": best_of(each(lambda b: b @ W)),
+            "phase + cos": best_of(each(lambda b: np.cos(np.add(z, tau, out=z), out=z))),
+            "quantize": best_of(each(lambda b: q.codes(zc))),
+            "pack": best_of(each(lambda b: pack_codes(codes, bits))),
+            "row norms": best_of(each(lambda b: q._row_norms(codes, packed))),
+            "write bytes": best_of(write),
         }
     os.remove(out)
     return {"rows": n, "d": d, "steps": steps, "sum": sum(steps.values())}

@@ -10,15 +10,17 @@ import os
 
 from rfcli.io import location
 
-#: the first bytes of the file types rfcli meets
-_MAGIC = (
-    (b"PAR1", "parquet"),
-    (b"PK\x03\x04", "zip"),
-    (b"\x93NUMPY", "npy"),
+#: the first bytes of the binary file types rfcli meets: (magic, kind, how messages name it)
+MAGIC = (
+    (b"PAR1", "parquet", "a Parquet file"),
+    (b"PK\x03\x04", "zip", "a zip archive (an rfcli model file is one)"),
+    (b"\x93NUMPY", "npy", "a NumPy .npy file"),
+    (b"\x1f\x8b", "gzip", "a gzip file"),
 )
 
 
-def _head(path: str, n: int = 8) -> bytes:
+def sniff(path: str, n: int = 4096) -> bytes:
+    """The first ``n`` bytes of a local file (``b""`` when it cannot be read)."""
     try:
         with open(path, "rb") as f:
             return f.read(n)
@@ -65,8 +67,8 @@ def kind_of(path: str) -> str:
             if any(n.lower().endswith((".parquet", ".pq")) for n in names):
                 return "parquet-dir"
         return "directory"
-    head = _head(path)
-    for magic, kind in _MAGIC:
+    head = sniff(path, 8)
+    for magic, kind, _ in MAGIC:
         if head.startswith(magic):
             return "model" if kind == "zip" and _zip_is_model(path) else kind
     if path.lower().endswith(".json"):
@@ -86,6 +88,7 @@ DESCRIPTION = {
     "model": "an rfcli model file",
     "zip": "a zip archive",
     "npy": "a NumPy .npy file",
+    "gzip": "a gzip file",
     "json": "a JSON file",
     "text": "a text (CSV) file",
     "directory": "a directory",

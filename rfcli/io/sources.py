@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from rfcli.errors import InputError, first_line
 from rfcli.io import location
+from rfcli.io.kinds import MAGIC, sniff
 
 
 def _is_numeric(t: pa.DataType) -> bool:
@@ -164,31 +165,13 @@ class ParquetSource(Source):
         self._last_group = (None, None)
 
 
-#: the first bytes of binary files that are not CSV, and what they are
-MAGIC = (
-    (b"PAR1", "a Parquet file"),
-    (b"PK\x03\x04", "a zip archive (an rfcli model file is one)"),
-    (b"\x93NUMPY", "a NumPy .npy file"),
-    (b"\x1f\x8b", "a gzip file"),
-)
-
-
-def sniff(path: str, n: int = 4096) -> bytes:
-    """The first ``n`` bytes of a local file (``b""`` when it cannot be read)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(n)
-    except OSError:
-        return b""
-
-
 def check_text_file(path: str) -> None:
     """Refuse a file given as CSV that is binary: a Parquet file named ``.csv`` would
     otherwise be parsed into column names of binary garbage."""
     head = sniff(path)
     if path.lower().endswith(".gz"):
         return  # compressed CSV: pyarrow decompresses it
-    for magic, what in MAGIC:
+    for magic, _, what in MAGIC:
         if head.startswith(magic):
             hint = (
                 "; rename it to end in .parquet or give the format, fmt)"
