@@ -14,12 +14,12 @@ from rfcli.io.store.chunks import SAMPLE_ROWS, ChunkFiles, compressors_for
 from tests.helpers import run, write_parquet
 
 
-def _files(root) -> dict[str, bytes]:
+def _files(root, metadata: bool = False) -> dict[str, bytes]:
     out = {}
     for r, _, fs in os.walk(root):
         for f in fs:
             p = os.path.join(r, f)
-            if f != "zarr.json":
+            if metadata or f != "zarr.json":
                 out[os.path.relpath(p, root)] = open(p, "rb").read()
     return out
 
@@ -75,3 +75,28 @@ def test_encoded_store_is_plain_zarr(tmp_path):
     np.testing.assert_array_equal(g["codes"][:], codes)
     np.testing.assert_array_equal(g["label"][:], (X[:, 0] > 0).astype(np.int64))
     assert SAMPLE_ROWS <= 1024  # the smallest store chunk holds the whole sample
+
+
+@pytest.mark.parametrize("zstd", [True, False])
+@pytest.mark.parametrize("dtype", [np.uint8, np.bool_, np.int32, np.int64, np.float32, np.float64])
+def test_local_nodes_write_the_zarr_json_zarr_writes(tmp_path, dtype, zstd):
+    """A store written without zarr-python (rfcli.io.store.nodes) has, file for file, the
+    bytes of the same store written through zarr-python: metadata and chunks."""
+    from rfcli.io.store.nodes import LocalNodes, ZarrNodes
+
+    rng = np.random.default_rng(3)
+    small = (rng.normal(size=(5, 7)) * 9).astype(dtype)
+    attrs = {"format": "x", "n": 3, "nested": {"a": [1.5, None, "t"]}, "flag": True}
+    for side, nodes in (("zarr", ZarrNodes), ("local", LocalNodes)):
+        root = os.fspath(tmp_path / side)
+        n = nodes(root) if side == "local" else nodes(root, create=True, local=True)
+        n.write_small("encoder/map/W", small)
+        arr = n.create("codes", (300, 4), (128, 4), dtype, zstd)
+        arr.resize(300)
+        n.set_attrs("rfcli", attrs)
+
+    a, b = _files(tmp_path / "zarr", True), _files(tmp_path / "local", True)
+    assert a.keys() == b.keys() and a == b
+    g = zarr.open_group(os.fspath(tmp_path / "local"), mode="r")
+    np.testing.assert_array_equal(g["encoder/map/W"][:], small)
+    assert dict(g.attrs)["rfcli"] == attrs and g["codes"].shape == (300, 4)

@@ -29,18 +29,28 @@ SAMPLE_ROWS = 1024
 ZSTD_LEVEL = 3
 
 
-def compressors_for(sample: np.ndarray | None) -> list:
-    """The bytes-to-bytes codecs of a new array: zstd (level 3) + crc32c, or crc32c alone
-    when zstd saves less than :data:`MIN_GAIN` of ``sample`` (None: keep zstd)."""
-    from zarr.codecs import Crc32cCodec, ZstdCodec
-
+def zstd_pays(sample: np.ndarray | None) -> bool:
+    """Whether zstd (level 3) saves at least :data:`MIN_GAIN` of ``sample`` (None, or a
+    sample of text: keep it)."""
     if sample is not None and sample.dtype.kind in "iufb" and sample.size:
         from numcodecs.zstd import Zstd
 
         raw = np.ascontiguousarray(sample).tobytes()
-        if len(Zstd(level=ZSTD_LEVEL).encode(raw)) > (1 - MIN_GAIN) * len(raw):
-            return [Crc32cCodec()]
-    return [ZstdCodec(level=ZSTD_LEVEL), Crc32cCodec()]
+        return len(Zstd(level=ZSTD_LEVEL).encode(raw)) <= (1 - MIN_GAIN) * len(raw)
+    return True
+
+
+def zarr_compressors(zstd: bool) -> list:
+    """zarr-python's codec objects for ``bytes`` [+ ``zstd``] + ``crc32c``."""
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    return [ZstdCodec(level=ZSTD_LEVEL), Crc32cCodec()] if zstd else [Crc32cCodec()]
+
+
+def compressors_for(sample: np.ndarray | None) -> list:
+    """The bytes-to-bytes codecs of a new array: zstd (level 3) + crc32c, or crc32c alone
+    when zstd saves less than :data:`MIN_GAIN` of ``sample`` (None: keep zstd)."""
+    return zarr_compressors(zstd_pays(sample))
 
 
 class ChunkFiles:
@@ -112,43 +122,3 @@ class ChunkFiles:
         with open(path, "wb") as f:
             f.write(body[0])
             f.write(body[1])
-
-
-class MetadataFile:
-    """A local Zarr v3 node's ``zarr.json``, rewritten in place for a checkpoint: an array's
-    row count or a group's attributes, patched into the JSON zarr-python wrote.  Zarr's own
-    path for one such update (``Array.resize``, ``attrs[...] =``) costs several
-    milliseconds, once per store chunk; this is one small file write.  The node's final
-    metadata is always written by zarr (the store stays byte-identical to zarr's)."""
-
-    def __init__(self, node_dir: str):
-        import json
-
-        self.path = os.path.join(node_dir, "zarr.json")
-        with open(self.path) as f:
-            self.doc = json.load(f)
-
-    def update(self, *, rows: int | None = None, attrs: dict | None = None) -> None:
-        import json
-        import uuid
-
-        if rows is not None:
-            self.doc["shape"] = [rows, *self.doc["shape"][1:]]
-        if attrs is not None:
-            self.doc["attributes"] = {**self.doc.get("attributes", {}), **attrs}
-        # zarr's own temporary-file name, which resume cleans up after a kill
-        tmp = f"{self.path}.{uuid.uuid4().hex}.partial"
-        with open(tmp, "w") as f:  # compact: the C encoder (indent would be pure Python)
-            f.write(json.dumps(self.doc, default=_plain))
-        os.replace(tmp, self.path)
-
-    @property
-    def rows(self) -> int:
-        return int(self.doc["shape"][0])
-
-
-def _plain(v):
-    """NumPy scalars and arrays as JSON values (what zarr's encoder does for them)."""
-    if isinstance(v, np.generic | np.ndarray):
-        return v.tolist()
-    raise TypeError(f"{type(v).__name__} is not JSON serializable")

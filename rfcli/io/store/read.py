@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterator
 
 import numpy as np
-import zarr
 
 from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
@@ -56,6 +55,8 @@ class FeatureStore:
             raise StoreError(f"{path}: no such store{hint}")
         if not remote and not os.path.isfile(os.path.join(path, "zarr.json")):
             raise StoreError(not_a_store(path) or f"{path}: not a feature store (no zarr.json)")
+        import zarr  # here: the commands that only write stores never import it
+
         try:
             self.group = zarr.open_group(path, mode="r")
             meta = dict(self.group.attrs).get(ATTR)

@@ -10,15 +10,14 @@ import shutil
 from typing import Any
 
 import numpy as np
-import zarr
 
 from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import OutputError, StoreError, UsageError, check_int, first_line
 from rfcli.io import location
-from rfcli.io.store.chunks import SAMPLE_ROWS, ChunkFiles, MetadataFile, compressors_for
+from rfcli.io.store.chunks import SAMPLE_ROWS, zstd_pays
 from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, partial_path, store_chunk_rows
-from rfcli.io.store.read import FeatureStore
+from rfcli.io.store.nodes import open_nodes
 
 
 def prepare_output(path: str, overwrite: bool) -> None:
@@ -56,14 +55,15 @@ def _remove_zarr_temp_files(root: str) -> None:
                 os.remove(os.path.join(r, f))
 
 
-def _write_rows(arr, files: ChunkFiles | None, start: int, data: np.ndarray, chunk_rows: int):
-    """Rows ``start ..`` of ``arr``: chunk files written directly when ``files`` and the rows
-    start a chunk (they then fill whole chunks, or end the array), else through zarr."""
-    if files is None or start % chunk_rows:
-        arr[start : start + len(data)] = data
+def _write_rows(arr, start: int, data: np.ndarray, chunk_rows: int):
+    """Rows ``start ..`` of ``arr`` (:mod:`rfcli.io.store.nodes`): chunk files written
+    directly when it has them and the rows start a chunk (they then fill whole chunks, or
+    end the array), else through zarr."""
+    if arr.files is None or start % chunk_rows:
+        arr.write_rows(start, data)
         return
     for r in range(0, len(data), chunk_rows):
-        files.write((start + r) // chunk_rows, data[r : r + chunk_rows])
+        arr.files.write((start + r) // chunk_rows, data[r : r + chunk_rows])
 
 
 def _id_column(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -112,17 +112,15 @@ class StoreWriter:
         self.n_rows = 0
         self._buf: list[tuple[EncodedChunk, np.ndarray | None, dict]] = []
         self._buf_rows = 0
-        self._arrays: dict[str, zarr.Array] = {}
+        self._arrays: dict[str, Any] = {}  # LocalArray or ZarrArray (rfcli.io.store.nodes)
         self._specs: dict[str, tuple[tuple, Any]] = {}  # arrays created at their first write
-        self._files: dict[str, ChunkFiles | None] = {}
-        self._meta_files: dict[str, MetadataFile] = {}  # checkpoints' zarr.json ("": group)
         try:
-            self.group = zarr.open_group(self.tmp, mode="w")
+            self.nodes = open_nodes(self.tmp, self.remote)
+            config, arrays = encoder.to_state()
+            for key, arr in arrays.items():
+                self.nodes.write_small(f"encoder/{key}", arr)
         except OSError as e:
             raise OutputError(f"{self.tmp}: cannot create ({e})") from None
-        config, arrays = encoder.to_state()
-        for key, arr in arrays.items():
-            self.group.create_array(f"encoder/{key}", data=np.ascontiguousarray(arr))
         rb = encoder.row_bytes
         self._new("codes", (rb,), np.uint8, chunk_cols=rb)
         self._new("norms", (), np.float32)
@@ -151,7 +149,7 @@ class StoreWriter:
             "rows_committed": 0,
             "resume_key": resume_key,
         }
-        self.group.attrs[ATTR] = self.meta
+        self.nodes.set_attrs(ATTR, self.meta)
 
     @classmethod
     def resume(cls, path: str, resume_key: str, overwrite: bool = False) -> StoreWriter | None:
@@ -162,8 +160,8 @@ class StoreWriter:
         prepare_output(path, overwrite)
         tmp = partial_path(path)
         try:
-            group = zarr.open_group(tmp, mode="r+")
-            meta = dict(group.attrs)[ATTR]
+            nodes = open_nodes(tmp, remote=False, create=False)
+            meta = nodes.attrs()[ATTR]
         except Exception as e:
             raise StoreError(f"{tmp}: cannot resume from it ({first_line(e)})") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -176,8 +174,10 @@ class StoreWriter:
         if not meta.get("rows_committed"):
             return None
         _remove_zarr_temp_files(tmp)  # writes a kill cut short (never part of the store)
+        from rfcli.io.store.read import FeatureStore
+
         self = cls.__new__(cls)
-        self.path, self.tmp, self.group, self.meta = path, tmp, group, meta
+        self.path, self.tmp, self.nodes, self.meta = path, tmp, nodes, meta
         self.remote = False
         self.encoder = FeatureStore(tmp, require_complete=False).encoder
         self.chunk_rows = int(meta["layout"]["chunk_rows"])
@@ -189,20 +189,19 @@ class StoreWriter:
         self._class_index = {c: i for i, c in enumerate(self.classes or [])}
         self.n_rows = int(meta.get("rows_committed", 0))
         self._buf, self._buf_rows = [], 0
-        self._arrays, self._specs, self._files = {}, {}, {}
-        self._meta_files = {}
+        self._arrays, self._specs = {}, {}
         names = ["codes", "norms", "row_scale", "label", *(f"ids/{k}" for k in self.id_names)]
         for name in names:
-            if name in group:
-                arr = group[name]
-                arr.resize((self.n_rows, *arr.shape[1:]))  # drop rows after the checkpoint
+            arr = nodes.open(name)
+            if arr is not None:
+                arr.resize(self.n_rows, final=False)  # drop rows after the checkpoint
                 _remove_chunks_from(os.path.join(tmp, name), self.n_rows // self.chunk_rows)
                 self._arrays[name] = arr
         return self
 
     def _new(self, name, tail_shape, dtype, chunk_cols=None):
         """Declare an array; it is created at its first write, when a sample of its values
-        decides its compression (:func:`rfcli.io.store.chunks.compressors_for`)."""
+        decides its compression (:func:`rfcli.io.store.chunks.zstd_pays`)."""
         self._specs[name] = (tuple(tail_shape), dtype)
 
     def _dtype(self, name: str) -> np.dtype:
@@ -210,36 +209,15 @@ class StoreWriter:
             return self._arrays[name].dtype
         return np.dtype(self._specs[name][1])
 
-    def _array(self, name: str, sample: np.ndarray | None, n_rows: int) -> zarr.Array:
-        """The array ``name`` with ``n_rows`` rows (created now if it is new)."""
+    def _array(self, name: str, sample: np.ndarray | None, n_rows: int):
+        """The array ``name`` (created now with ``n_rows`` rows if it is new)."""
         if name not in self._arrays:
             tail, dtype = self._specs.pop(name)
-            self._arrays[name] = self.group.create_array(
-                name,
-                shape=(n_rows, *tail),
-                chunks=(self.chunk_rows, *tail),
-                dtype=dtype,
-                compressors=compressors_for(None if dtype is str else sample),
-                fill_value="" if dtype is str else 0,
+            zstd = zstd_pays(None if dtype is str else sample)
+            self._arrays[name] = self.nodes.create(
+                name, (n_rows, *tail), (self.chunk_rows, *tail), dtype, zstd
             )
         return self._arrays[name]
-
-    def _sync_shape(self, name: str, rows: int) -> None:
-        """Make zarr's view of array ``name`` ``rows`` long (its writes need it)."""
-        arr = self._arrays[name]
-        if arr.shape[0] != rows:
-            arr.resize((rows, *arr.shape[1:]))
-        self._meta_files.pop(name, None)  # zarr rewrote the file: read it again
-
-    def _put(self, name: str, arr: zarr.Array, start: int, data: np.ndarray) -> None:
-        """Rows ``start ..`` of an array: whole chunks straight to their files on a local
-        disk (:class:`rfcli.io.store.chunks.ChunkFiles`), otherwise through zarr."""
-        if name not in self._files:
-            where = os.path.join(self.tmp, name)
-            self._files[name] = None if self.remote else ChunkFiles.open(arr, where)
-        if self._files[name] is None or start % self.chunk_rows:
-            self._sync_shape(name, start + len(data))  # written through zarr
-        _write_rows(arr, self._files[name], start, data, self.chunk_rows)
 
     # -- labels and ids ------------------------------------------------------------------
     def _label_values(self, label: np.ndarray) -> np.ndarray:
@@ -302,7 +280,7 @@ class StoreWriter:
         rest = []
         for name, data in cols.items():
             arr = self._array(name, data[:SAMPLE_ROWS], stop)  # the store's first rows
-            self._put(name, arr, start, data[:rows])
+            _write_rows(arr, start, data[:rows], self.chunk_rows)
         total = cols["codes"].shape[0]
         if total > rows:
             tail = EncodedChunk(
@@ -325,24 +303,15 @@ class StoreWriter:
 
     def _checkpoint(self, shapes: bool = True) -> None:
         """Every array ``n_rows`` long (unless not ``shapes``), then ``rows_committed``: the
-        rows a resume keeps.  On a local disk both are small rewrites of the ``zarr.json``
-        files (:class:`MetadataFile`); :meth:`close` has zarr write the final ones."""
+        rows a resume keeps.  On a local disk both are small, compact rewrites of the
+        ``zarr.json`` files; :meth:`close` writes the final ones."""
         self.meta["rows_committed"] = self.n_rows
         if self.meta["label"] is not None and self.classes is not None:
             self.meta["label"]["classes_partial"] = [str(c) for c in self.classes]
-        if self.remote:
-            for name in self._arrays if shapes else ():
-                self._sync_shape(name, self.n_rows)
-            self.group.attrs[ATTR] = self.meta
-            return
-        for name in self._arrays if shapes else ():
-            f = self._meta_files.get(name) or MetadataFile(os.path.join(self.tmp, name))
-            self._meta_files[name] = f
-            if f.rows != self.n_rows:
-                f.update(rows=self.n_rows)
-        group = self._meta_files.get("") or MetadataFile(self.tmp)
-        self._meta_files[""] = group
-        group.update(attrs={ATTR: self.meta})
+        for arr in self._arrays.values() if shapes else ():
+            if arr.shape[0] != self.n_rows:
+                arr.resize(self.n_rows, final=False)
+        self.nodes.set_attrs(ATTR, self.meta, final=False)
 
     @property
     def rows_written(self) -> int:
@@ -392,9 +361,9 @@ class StoreWriter:
         self.meta.pop("resume_key", None)
         self.meta["n_rows"] = self.n_rows
         self.meta["complete"] = True
-        for arr in self._arrays.values():  # zarr writes each array's final metadata
-            arr.resize((self.n_rows, *arr.shape[1:]))
-        self.group.attrs[ATTR] = self.meta
+        for arr in self._arrays.values():  # each array's final metadata
+            arr.resize(self.n_rows)
+        self.nodes.set_attrs(ATTR, self.meta)
         if self.remote:
             return self.path
         if os.path.exists(self.path):
@@ -421,18 +390,14 @@ class RegionWriter:
     the rest (the store's last, partial chunk)."""
 
     def __init__(self, tmp: str):
-        self.group = zarr.open_group(tmp, mode="r+")
-        meta = dict(self.group.attrs)[ATTR]
+        self.nodes = open_nodes(tmp, location.is_url(tmp), create=False)
+        meta = self.nodes.attrs()[ATTR]
         label = meta.get("label") or {}
         self.chunk_rows = int(meta["layout"]["chunk_rows"])
         self.category = label.get("kind") == "category"
         self.class_index = {c: i for i, c in enumerate(label.get("classes_partial", []))}
-        names = [k for k in ("codes", "norms", "row_scale", "label") if k in self.group]
-        names += [f"ids/{k}" for k in meta.get("ids", [])]
-        self.arrays = {k: self.group[k] for k in names}
-        local = not location.is_url(tmp)
-        self.files = {k: ChunkFiles.open(a, os.path.join(tmp, k)) if local else None
-                      for k, a in self.arrays.items()}  # fmt: skip
+        names = ["codes", "norms", "row_scale", "label", *(f"ids/{k}" for k in meta.get("ids", []))]
+        self.arrays = {k: a for k in names if (a := self.nodes.open(k)) is not None}
         self._buf: dict[str, list[np.ndarray]] = {}
         self._row0: int | None = None
         self._rows = 0
@@ -471,7 +436,7 @@ class RegionWriter:
         r0 = self._row0
         for k, parts in self._buf.items():
             data = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            _write_rows(self.arrays[k], self.files[k], r0, data[:rows], self.chunk_rows)
+            _write_rows(self.arrays[k], r0, data[:rows], self.chunk_rows)
             self._buf[k] = [data[rows:]] if rows < len(data) else []
         self._row0, self._rows = r0 + rows, self._rows - rows
 
