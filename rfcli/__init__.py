@@ -8,6 +8,11 @@ The jobs (each also a command of the ``rfcli`` CLI) and their settings::
     res = rfcli.train("train.rff.zarr", "model.npz", rfcli.TrainSettings(model="krr"))
     metrics = rfcli.evaluate("model.npz", "test.parquet")
 
+Wherever a job takes an input path it also takes in-memory data: a 2-D NumPy array, a
+pandas DataFrame or a pyarrow Table (``rfcli.encode(df, "train.rff.zarr", ...)``,
+``rfcli.predict("model.npz", df)`` returns the predictions); ``rfcli.train`` also trains
+on raw data, encoded on the fly with ``encode=rfcli.EncodeSettings(...)`` (docs/python.md).
+
 Names are imported when first used, so ``import rfcli`` stays cheap.
 
 >>> import rfcli
@@ -28,6 +33,7 @@ _EXPORTS = {
     "encode": "rfcli.jobs.encode",
     "EncodeResult": "rfcli.jobs.encode",
     "EncodeSettings": "rfcli.encoder_fit",
+    "fit_encoder": "rfcli.jobs.encode",
     "ReadSettings": "rfcli.io.readers",
     "decode": "rfcli.jobs.decode",
     "train": "rfcli.jobs.train",

@@ -35,7 +35,6 @@ from rfcli.sklearn import (  # noqa: E402
     RandomFeatureSVC,
     load,
 )
-from rfcli.sklearn._common import ArrayData  # noqa: E402
 from tests.helpers import LETTER, ROOT, SAMPLE  # noqa: E402
 
 QUAKES_TR, QUAKES_TE = SAMPLE / "quakes.train.parquet", SAMPLE / "quakes.test.parquet"
@@ -232,29 +231,6 @@ def test_numpy_dataframe_and_arrow_inputs_agree(letter):
         assert np.array_equal(a.predict(X.to_numpy()), a.predict(X))
     with pytest.raises(ValueError, match="Feature names"):
         a.predict(X.rename(columns={"f0": "g0"}))
-
-
-def test_streaming_chunks_and_cache(letter):
-    """The passes read chunks of the rows (encode, use, drop): with the SVM's cache of
-    decoded features, of packed codes, or none (every pass encodes again) the batches are
-    the same arrays, starting at the global rows of the CLI's chunking."""
-    _, X, y = letter
-    X = np.tile(X.to_numpy(), (8, 1))  # 9600 rows: three chunks of 4096
-    enc = RandomFeatures(n_features=64).fit(X).encoder_
-    m = enc.n_features
-    runs = {}
-    for kind, budget in (("decoded", 1 << 30), ("packed", len(X) * (enc.row_bytes + 16)),
-                         ("none", 0)):  # fmt: skip
-        data = ArrayData(X, None, enc, chunk_rows=4096, cache_bytes=budget)
-        assert data.cache_kind == kind
-        first = [(b.row0, b.F.copy()) for b in data.batches()]
-        second = [(b.row0, b.F) for b in data.batches()]
-        assert [r for r, _ in first] == [0, 4096, 8192]
-        assert all(np.array_equal(f, s) for (_, f), (_, s) in zip(first, second, strict=True))
-        runs[kind] = np.vstack([F for _, F in first])
-    assert runs["decoded"].shape == (len(X), m)
-    assert np.array_equal(runs["decoded"], runs["packed"])
-    assert np.array_equal(runs["decoded"], runs["none"])
 
 
 # -- RandomFeatures ---------------------------------------------------------------------------

@@ -10,6 +10,12 @@ kept apart from the features, as scikit-learn keeps ``y`` apart from ``X``).  No
 copied up front: every batch is a slice of the data, converted to NumPy per column (a
 pyarrow or pandas extension column with missing values becomes float64 with NaN, like a
 Parquet column with nulls), so reading in chunks keeps memory bounded by the chunk.
+An ``extra`` column may also be 2-D, ``(n, k)``: a label of k outputs (multi-output
+regression), never a feature.
+
+:func:`rfcli.io.readers.open_source` opens in-memory data as an :class:`ArraySource`
+wherever it opens a path, so every job takes it; messages name it by its kind and shape
+(``<DataFrame 1000 x 17>``, :func:`rfcli.io.location.describe`).
 
 >>> import numpy as np
 >>> from rfcli.io.readers import iter_chunks, select_columns
@@ -30,9 +36,10 @@ import numpy as np
 import pyarrow as pa
 
 from rfcli.errors import InputError, ParameterTypeError
+from rfcli.io import location
 from rfcli.io.sources import Source, _is_numeric, _to_numpy
 
-#: what an in-memory source calls itself in messages (``path`` of the Source interface)
+#: what a model file records as the input of a model fitted on in-memory data
 ARRAY_PATH = "<in-memory data>"
 
 
@@ -43,11 +50,16 @@ def is_array_input(obj: Any) -> bool:
     of column names to 1-D arrays."""
     if isinstance(obj, ArraySource | np.ndarray | pa.Table | pa.RecordBatch | Mapping):
         return True
-    return _is_dataframe(obj) or hasattr(obj, "__arrow_c_stream__")
+    return _is_pandas(obj) or hasattr(obj, "__arrow_c_stream__")
+
+
+def _is_pandas(obj: Any) -> bool:
+    """A pandas DataFrame or Series (pandas is not imported to find out)."""
+    return type(obj).__module__.split(".")[0] == "pandas" and hasattr(obj, "iloc")
 
 
 def _is_dataframe(obj: Any) -> bool:
-    return type(obj).__module__.split(".")[0] == "pandas" and hasattr(obj, "iloc")
+    return _is_pandas(obj) and getattr(obj, "ndim", 2) == 2
 
 
 class ArraySource(Source):
@@ -55,7 +67,9 @@ class ArraySource(Source):
 
     ``data``: a 2-D NumPy array (columns ``names`` or ``x0..``), a pandas DataFrame, a
     pyarrow Table/RecordBatch (or an Arrow stream object), or a mapping of names to 1-D
-    arrays.  ``extra``: more 1-D columns (name -> array of the same length), e.g. a label.
+    arrays.  ``extra``: more columns (name -> array of the same length), e.g. a label.
+    ``path``: what messages call it (default: its kind and shape).  ``named``: False for a
+    NumPy array without ``names`` (its columns are only ``x0..``).
     """
 
     rereadable = True
@@ -65,17 +79,20 @@ class ArraySource(Source):
         data: Any,
         names: list[str] | None = None,
         extra: Mapping[str, Any] | None = None,
-        path: str = ARRAY_PATH,
+        path: str | None = None,
     ):
-        self.path = path
-        self._kind, self._data = _normalize(data)
+        path = self.path = location.describe(data) if path is None else path
+        self._kind, self._data = _normalize(data, path)
         own = self._own_names()
+        self.named = self._kind != "numpy" or names is not None
         if names is not None:
             names = [str(n) for n in names]
             if len(names) != len(own):
                 raise InputError(f"{path}: {len(names)} column names given for {len(own)} columns")
             own = names
+        self.n_own = len(own)  # the data's own columns (``extra`` comes after them)
         self._cols: dict[str, tuple[str, Any]] = {}  # name -> (kind, column handle)
+        self.widths: dict[str, int] = {}  # columns of a 2-D extra column (a multi-output label)
         if self._kind == "mapping":
             arrays = [np.asarray(v) for v in self._data.values()]
             self.num_rows = len(arrays[0]) if arrays else 0
@@ -86,17 +103,20 @@ class ArraySource(Source):
                 self._add(name, (self._kind, j))
             self.num_rows = self._own_rows()
         for name, col in (extra or {}).items():
-            self._add_1d(str(name), np.asarray(col))
+            self._add_1d(str(name), _column_values(col), wide=True)
         self.names = list(self._cols)
-        self.numeric = {n: self._is_numeric(n) for n in self.names}
+        # a 2-D column is a label of several outputs: never numeric, so never a feature
+        self.numeric = {n: n not in self.widths and self._is_numeric(n) for n in self.names}
 
     # -- the columns ------------------------------------------------------------------------
-    def _add_1d(self, name: str, arr: np.ndarray) -> None:
-        if arr.ndim != 1 or len(arr) != self.num_rows:
+    def _add_1d(self, name: str, arr: np.ndarray, wide: bool = False) -> None:
+        if arr.ndim not in ((1, 2) if wide else (1,)) or len(arr) != self.num_rows:
             raise InputError(
                 f"{self.path}: column {name!r} has shape {arr.shape}; expected "
                 f"({self.num_rows},) like the other columns"
             )
+        if arr.ndim == 2:
+            self.widths[name] = arr.shape[1]
         self._add(name, ("numpy1d", arr))
 
     def _add(self, name: str, handle) -> None:
@@ -162,14 +182,37 @@ class ArraySource(Source):
         pass
 
 
-def _normalize(data: Any) -> tuple[str, Any]:
+def unnamed_hint(source: Source) -> str:
+    """What to add to a message about a column that ``source`` lacks when it is a NumPy
+    array without column names (else nothing)."""
+    if getattr(source, "named", True):
+        return ""
+    d = source.n_own
+    return (
+        f"; a NumPy array has no column names (its columns read as x0..x{d - 1}): pass a "
+        "pandas DataFrame or a pyarrow Table with named columns"
+    )
+
+
+def _column_values(col: Any) -> np.ndarray:
+    """An extra column (NumPy, pandas Series, pyarrow array) as a NumPy array."""
+    if isinstance(col, pa.ChunkedArray | pa.Array):
+        return _to_numpy(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    if _is_pandas(col):
+        return _pandas_values(col) if col.ndim == 1 else col.to_numpy()
+    return np.asarray(col)
+
+
+def _normalize(data: Any, path: str) -> tuple[str, Any]:
     """(kind, data) of the supported in-memory inputs."""
     if isinstance(data, ArraySource):
         raise ParameterTypeError("data is already an ArraySource")
-    if isinstance(data, np.ndarray):
+    if isinstance(data, np.ndarray) or (_is_pandas(data) and data.ndim == 1):
         if data.ndim != 2:
-            raise InputError(f"{ARRAY_PATH}: a NumPy array input must be 2-D, got shape "
-                             f"{data.shape}")  # fmt: skip
+            raise InputError(
+                f"{path}: in-memory input must be 2-D (rows x columns), got shape "
+                f"{tuple(data.shape)}; one feature is a column: X.reshape(-1, 1)"
+            )
         return "numpy", data
     if isinstance(data, pa.RecordBatch):
         return "arrow", pa.Table.from_batches([data])
@@ -202,4 +245,4 @@ def _pandas_values(col) -> np.ndarray:
     return col.astype(object).where(col.notna(), None).to_numpy(dtype=object)
 
 
-__all__ = ["ARRAY_PATH", "ArraySource", "is_array_input"]
+__all__ = ["ARRAY_PATH", "ArraySource", "is_array_input", "unnamed_hint"]

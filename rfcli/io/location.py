@@ -5,6 +5,11 @@
 Other URLs go through fsspec and the protocol's package (s3fs for ``s3://``, gcsfs for
 ``gs://``, adlfs for ``az://``), imported only when such a URL is given; fsspec's own
 options come from its configuration and the usual environment variables (AWS_*, ...).
+
+Where the Python jobs take a path they also take in-memory data (a NumPy array, a pandas
+DataFrame, a pyarrow Table: :mod:`rfcli.io.arrays`): it is nowhere, so the questions here
+answer no for it (not a URL, not a store, does not exist as a file), ``normalize`` returns
+it unchanged and :func:`name` describes it for messages (``<DataFrame 1000 x 17>``).
 """
 
 from __future__ import annotations
@@ -17,14 +22,55 @@ _PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "
              "abfs": "adlfs", "abfss": "adlfs", "http": "aiohttp", "https": "aiohttp"}  # fmt: skip
 
 
-def normalize(path: str) -> str:
-    """``file://`` URLs become local paths; everything else is returned as given."""
+def is_path(obj) -> bool:
+    """Whether ``obj`` names a place (a path or URL, ``str`` or ``os.PathLike``), rather
+    than being in-memory data."""
+    return isinstance(obj, str | os.PathLike)
+
+
+def normalize(path):
+    """``file://`` URLs become local paths and ``os.PathLike`` paths text; everything else
+    (other paths, in-memory data) is returned as given."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        return path
     return path[len("file://") :] if path.startswith("file://") else path
 
 
-def is_url(path: str) -> bool:
+def is_url(path) -> bool:
     """True for a (non-file) fsspec URL."""
-    return "://" in normalize(path)
+    path = normalize(path)
+    return isinstance(path, str) and "://" in path
+
+
+def name(obj) -> str:
+    """What messages and model files call an input: its path as given, the ``path`` of an
+    opened source, or for in-memory data its kind and shape (:func:`describe`)."""
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, str):
+        return obj
+    path = getattr(obj, "path", None)  # a Source (an in-memory one names itself)
+    return path if isinstance(path, str) else describe(obj)
+
+
+def describe(data) -> str:
+    """In-memory data in words: ``<DataFrame 1000 x 17>`` (rows x columns), ``<ndarray
+    1000 x 16>``, ``<Table 1000 x 17>``; other shapes as such (``<ndarray shape (5,)>``)."""
+    kind = type(data).__name__
+    shape = getattr(data, "shape", None)
+    if shape is None and hasattr(data, "num_rows"):  # pyarrow Table / RecordBatch
+        shape = (data.num_rows, data.num_columns)
+    if shape is None and isinstance(data, dict):
+        shape = (len(next(iter(data.values()), ())), len(data))
+    try:
+        shape = tuple(int(v) for v in shape)
+    except (TypeError, ValueError):
+        return f"<{kind}>"
+    if len(shape) == 2:
+        return f"<{kind} {shape[0]} x {shape[1]}>"
+    return f"<{kind} shape {shape}>"
 
 
 def filesystem(url: str):
@@ -46,9 +92,11 @@ def filesystem(url: str):
 
 def absolute(path: str) -> str:
     """A path every worker of a cluster can use as given: local paths made absolute
-    (workers may run in another directory), URLs unchanged."""
+    (workers may run in another directory), URLs (and in-memory data) unchanged."""
     path = normalize(path)
-    return path if is_url(path) or path == "-" else os.path.abspath(path)
+    if not isinstance(path, str) or is_url(path) or path == "-":
+        return path
+    return os.path.abspath(path)
 
 
 def join(base: str, *parts: str) -> str:
@@ -56,8 +104,11 @@ def join(base: str, *parts: str) -> str:
 
 
 def _ask(path: str, local, method: str) -> bool:
-    """``local(path)`` for a local path, else the fsspec filesystem's ``method``."""
+    """``local(path)`` for a local path, else the fsspec filesystem's ``method`` (False for
+    in-memory data)."""
     path = normalize(path)
+    if not isinstance(path, str):
+        return False
     if not is_url(path):
         return local(path)
     fs, p = filesystem(path)

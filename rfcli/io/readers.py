@@ -1,19 +1,25 @@
-"""Chunked reading of Parquet, CSV (also stdin, ``-``) and Zarr input: the format of a
-path, opening its source (rfcli.io.sources), choosing columns, and :func:`iter_chunks`,
-which streams the selected columns as fixed-size :class:`Chunk` s (float64 features,
-label, id columns), so memory is bounded by the chunk size whatever the input size.
+"""Chunked reading of Parquet, CSV (also stdin, ``-``), Zarr and in-memory input: the
+format of a path, opening its source (rfcli.io.sources; in-memory tables:
+rfcli.io.arrays), choosing columns, and :func:`iter_chunks`, which streams the selected
+columns as fixed-size :class:`Chunk` s (float64 features, label, id columns), so memory
+is bounded by the chunk size whatever the input size.
+
+:func:`open_source` is the one place where an input becomes a source: every job that
+reads input calls it, so every job takes a path, a URL or in-memory data alike.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
-from rfcli.errors import InputError, UsageError, did_you_mean
+from rfcli.errors import InputError, ParameterTypeError, UsageError, did_you_mean
 from rfcli.io import location
+from rfcli.io.arrays import ArraySource, is_array_input, unnamed_hint
 from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings  # noqa: F401 (re-export)
 from rfcli.io.sources import CsvSource, ParquetSource, Source, ZarrSource, is_glob
 
@@ -63,11 +69,23 @@ def detect_format(path: str, fmt: str | None = None) -> str:
     )
 
 
-def open_source(path: str, fmt: str | None = None, spool_stdin: bool = False) -> Source:
+def open_source(path, fmt: str | None = None, spool_stdin: bool = False) -> Source:
+    """The source of an input: a path or URL (Parquet, CSV, ``-`` for stdin, Zarr; ``fmt``
+    if the name does not say), or in-memory data (a 2-D NumPy array, a pandas DataFrame,
+    a pyarrow Table, ...: an :class:`~rfcli.io.arrays.ArraySource`)."""
+    if isinstance(path, ArraySource) or is_array_input(path):
+        if fmt is not None:
+            raise UsageError(f"fmt ({fmt!r}) is the format of a file: in-memory data has none")
+        return path if isinstance(path, ArraySource) else ArraySource(path)
+    if not location.is_path(path):
+        raise ParameterTypeError(
+            "the input must be a path or in-memory data (a 2-D NumPy array, a pandas "
+            f"DataFrame, a pyarrow Table), got {type(path).__name__}"
+        )
+    path = location.normalize(path)
     fmt = detect_format(path, fmt)
     if location.is_url(path):
-        return ParquetSource(location.normalize(path))
-    path = location.normalize(path)
+        return ParquetSource(path)
     if path != "-" and not os.path.exists(path) and not is_glob(path):
         raise InputError(f"{path}: no such file")
     if path != "-" and os.path.isfile(path) and not os.access(path, os.R_OK):
@@ -99,12 +117,12 @@ def select_columns(
 ) -> Selection:
     """Feature columns: ``columns`` if given, else every numeric column except label and ids."""
     ids = list(ids or [])
-    where = source.path
+    where, hint = source.path, unnamed_hint(source)
     for name, what in [(label, "label"), *((i, "id") for i in ids)]:
         if name is not None and name not in source.names:
             raise InputError(
                 f"{where}: {what} column {name!r} not found{did_you_mean(name, source.names)}"
-                f" (columns: {_list(source.names)})"
+                f" (columns: {_list(source.names)}){hint}"
             )
     reserved = {label, *ids}
     if columns:
@@ -112,7 +130,7 @@ def select_columns(
         if missing:
             raise InputError(
                 f"{where}: column(s) {_list(map(repr, missing))} not found"
-                f"{did_you_mean(missing[0], source.names)} (columns: {_list(source.names)})"
+                f"{did_you_mean(missing[0], source.names)} (columns: {_list(source.names)}){hint}"
             )
         clash = [c for c in columns if c in reserved]
         if clash:
@@ -199,10 +217,46 @@ def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, whe
             X = X[keep]
             label = label[keep] if label is not None else None
             ids = {k: v[keep] for k, v in ids.items()}
-    if label is not None and label.dtype.kind == "f" and not np.isfinite(label).all():
-        r = int(np.argmin(np.isfinite(label)))
-        raise InputError(f"{where}: label column {sel.label!r} is missing/NaN at row {in_row + r}")
+    check_label(label, sel.label, in_row, where)
     return Chunk(out_row, X, label, ids)
+
+
+def check_label(label: np.ndarray | None, name: str | None, row0: int, where: str) -> None:
+    """Refuse missing (NaN) values in a float label column (of one or several outputs),
+    naming the first such row (``row0``: the global index of the first row given)."""
+    if label is None or label.dtype.kind != "f":
+        return
+    finite = np.isfinite(label).reshape(len(label), -1).all(axis=1)
+    if not finite.all():
+        r = int(np.argmin(finite))
+        raise InputError(f"{where}: label column {name!r} is missing/NaN at row {row0 + r}")
+
+
+def attach_label(data: Any, y: Any, read: ReadSettings) -> tuple[Any, ReadSettings]:
+    """In-memory ``data`` (X) and its label ``y`` (1-D, or 2-D for several regression
+    outputs) as one in-memory source whose label column is y, named ``read.label``, else
+    the name of the pandas Series y, else ``"label"`` (what a model file records for
+    ``evaluate``).  Without y: the input and ``read`` as given."""
+    if y is None:
+        return data, read
+    if not is_array_input(data) or isinstance(data, ArraySource):
+        raise UsageError(
+            "y is the label of in-memory X (a 2-D NumPy array, a pandas DataFrame, a "
+            "pyarrow Table); a file's label is one of its columns (read.label)"
+        )
+    name = read.label or _series_name(y) or "label"
+    source = ArraySource(data)
+    if name in source.names:
+        raise UsageError(
+            f"{source.path} has a column {name!r} already, the name of the label y: drop y "
+            "to use that column as the label, or name y otherwise (read.label)"
+        )
+    return ArraySource(data, extra={name: y}), replace(read, label=name)
+
+
+def _series_name(y: Any) -> str | None:
+    name = getattr(y, "name", None)
+    return name if isinstance(name, str) and name else None
 
 
 def _list(names) -> str:

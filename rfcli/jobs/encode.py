@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from rfcli.encoder import Encoder
 from rfcli.encoder_fit import EncoderFitter, EncodeSettings
 from rfcli.engines import open_engine
-from rfcli.errors import InputError, UsageError, check_int
+from rfcli.errors import InputError, ParameterTypeError, UsageError, check_int
 from rfcli.io import location
-from rfcli.io.readers import ReadSettings, Selection, open_source, select_columns
+from rfcli.io.arrays import unnamed_hint
+from rfcli.io.readers import ReadSettings, Selection, attach_label, open_source, select_columns
 from rfcli.io.sources import Source
 from rfcli.io.store import FeatureStore, StoreWriter, partial_path, prepare_output
 from rfcli.progress import NullProgress, Progress
@@ -35,7 +36,9 @@ class EncodeResult:
         return self.n_rows / self.seconds if self.seconds > 0 else float("inf")
 
 
-def default_output(path: str) -> str:
+def default_output(path) -> str:
+    if not location.is_path(path):
+        raise UsageError(f"{location.name(path)}: in-memory input: give the output store (output)")
     if path == "-":
         raise UsageError("reading from stdin ('-'): give the output store (output)")
     base = path.rstrip("/")
@@ -52,7 +55,8 @@ def encode(
     settings: EncodeSettings | None = None,
     read: ReadSettings | None = None,
     *,
-    like: str | None = None,
+    like: str | Encoder | None = None,
+    y=None,
     threads: int | None = None,
     overwrite: bool = False,
     resume: bool = False,
@@ -61,10 +65,17 @@ def encode(
     dask=None,
     progress: Progress | None = None,
 ) -> EncodeResult:
-    """Encode ``input_path`` (Parquet/CSV/Zarr, ``-`` for stdin CSV) into a store.
+    """Encode ``input_path`` into a store: a path (Parquet/CSV/Zarr, ``-`` for stdin CSV)
+    or in-memory data (a 2-D NumPy array, whose columns are ``x0..``, a pandas DataFrame,
+    a pyarrow Table: :func:`rfcli.io.readers.open_source`), with ``y`` its label column
+    if given apart (:func:`rfcli.io.readers.attach_label`).  An array gives the store
+    that a file of the same rows and columns gives, byte for byte but for the recorded
+    source name.
 
-    With ``like``, the map, preprocessing and quantizer of that store are reused (how a
-    test set is encoded); otherwise they are built from ``settings`` and fitted on the input.
+    With ``like`` (a store's path, or an :class:`~rfcli.encoder.Encoder`), the map,
+    preprocessing and quantizer of that store are reused (how a test set is encoded);
+    otherwise they are built from ``settings`` and fitted on the input
+    (:func:`fit_encoder`).
 
     An interruption (KeyboardInterrupt) keeps the partial store ``OUTPUT.partial`` up to its
     last checkpoint and raises :class:`~rfcli.errors.Interrupted`; ``resume=True`` continues
@@ -81,37 +92,43 @@ def encode(
     settings = settings or EncodeSettings()
     read = read or ReadSettings()
     progress = progress or NullProgress()
-    _check_args(threads, read, resume, input_path, output)
+    data, read = attach_label(input_path, y, read)
+    _check_args(threads, read, resume, data)
     with open_engine(engine, dask, progress, threads) as eng:
         eng.check_encode(read, resume)
-        input_path = eng.worker_path(location.normalize(input_path))
-        output = eng.worker_path(location.normalize(output or default_output(input_path)))
+        data = for_engine(eng, data)
+        output = eng.worker_path(location.normalize(output or default_output(data)))
         if resume and location.is_url(output):
             raise UsageError(
                 "resume needs a local output store (a URL store is written in place, not as "
                 "a partial store)"
             )
         prepare_output(output, overwrite)
-        ref = FeatureStore(like) if like is not None else None  # the store to encode like
+        ref = _reference(like)  # the store (or encoder) to encode like
         t0 = time.perf_counter()
         # the map (one object, fitted later) and the passes it needs; checks the quantizer early
         planner = EncoderFitter(settings) if like is None else None
-        readable = input_path != "-" and (location.exists(input_path) or "*" in input_path)
-        key = resume_key(input_path, settings, read, ref) if readable else None
+        readable = location.is_path(data) and data != "-"
+        readable = readable and (location.exists(data) or "*" in data)
+        key = resume_key(data, settings, read, ref) if readable else None
         writer = None
         if resume and os.path.isdir(partial_path(output)):
             writer = StoreWriter.resume(output, key, overwrite=overwrite)
         needs_pass = planner is not None and planner.n_passes > 0
-        source = open_source(input_path, read.fmt, spool_stdin=needs_pass)
+        source = open_source(data, read.fmt, spool_stdin=needs_pass)
         try:
             eng.check_source(source)
             # the map and a chunk per thread must fit --memory, or the physical memory
             read = _budget_chunks(read, source, planner, ref, memory, eng.threads)
-            encoder, sel = _encoder_and_columns(eng, source, settings, read, ref, planner,
-                                                writer, input_path)  # fmt: skip
+            if ref is not None:
+                encoder, sel = select_like(source, ref, read, source.path)
+            elif writer is not None:  # resumed: the partial store's encoder
+                encoder, sel = writer.encoder, selection(source, settings, read)
+            else:
+                encoder, sel = fit_on_source(eng, source, settings, read, planner.fmap)
             t_fit = time.perf_counter() - t0
             if writer is None:
-                writer = new_writer(output, encoder, sel, input_path, overwrite, key, settings,
+                writer = new_writer(output, encoder, sel, source.path, overwrite, key, settings,
                                     ref)  # fmt: skip
             path = eng.write_store(source, sel, read, encoder, writer)
         finally:
@@ -119,42 +136,90 @@ def encode(
     return EncodeResult(path, writer.n_rows, time.perf_counter() - t0, encoder, sel.skipped, t_fit)
 
 
-def _check_args(threads, read, resume, input_path, output) -> None:
+def fit_encoder(
+    input_path,
+    settings: EncodeSettings | None = None,
+    read: ReadSettings | None = None,
+    *,
+    y=None,
+    threads: int | None = None,
+    engine: str = "local",
+    dask=None,
+    progress: Progress | None = None,
+) -> Encoder:
+    """The encoder ``settings`` describe, fitted on the input (a path or in-memory data,
+    ``y`` its label, as for :func:`encode`) by the passes :func:`encode` makes before it
+    writes: ``encode`` with this encoder as ``like`` writes the store ``encode`` would
+    have written.  Nothing is written."""
+    settings = settings or EncodeSettings()
+    read = read or ReadSettings()
+    data, read = attach_label(input_path, y, read)
+    _check_args(threads, read, False, data)
+    with open_engine(engine, dask, progress or NullProgress(), threads) as eng:
+        source = open_source(for_engine(eng, data), read.fmt, spool_stdin=True)
+        try:
+            eng.check_source(source)
+            return fit_on_source(eng, source, settings, read)[0]
+        finally:
+            source.close()
+
+
+def for_engine(eng, data):
+    """An input as the engine's workers see it: paths normalized (and made absolute for a
+    cluster), in-memory data as it is."""
+    return eng.worker_path(location.normalize(data)) if location.is_path(data) else data
+
+
+def _check_args(threads, read, resume, data) -> None:
     if threads is not None:
         check_int(threads, "threads", 1)
     check_int(read.chunk_rows, "chunk_rows", 1)
-    if resume and input_path == "-":
+    if resume and not location.is_path(data):
+        raise UsageError("resume needs a file input (in-memory data has no file to recognize)")
+    if resume and data == "-":
         raise UsageError("resume needs a file input (stdin cannot be read again)")
 
 
-def _encoder_and_columns(eng, source, settings, read, ref, planner, writer, input_path):
-    """The encoder (of the store ``ref``, of the resumed partial store, or fitted on the
-    input by the engine) and the input's selected columns."""
-    if ref is not None:
-        return select_like(source, ref, read, input_path)
+def selection(source: Source, settings: EncodeSettings, read: ReadSettings) -> Selection:
+    """The input's columns for fitting an encoder with ``settings`` (features, label, ids
+    as ``read`` chooses them), checked against what the settings need."""
     sel = select_columns(source, read.columns, read.label, read.ids)
-    if settings.gamma == "search" and sel.label is None:
-        raise UsageError("gamma='search' chooses the bandwidth by validation: give the label")
-    if writer is not None:
-        return writer.encoder, sel
-    return eng.fit_encoder(source, sel, settings, read, fmap=planner.fmap), sel
+    if settings.gamma == "search":
+        if sel.label is None:
+            raise UsageError("gamma='search' chooses the bandwidth by validation: give the label")
+        if sel.label in getattr(source, "widths", {}):
+            raise UsageError("gamma='search' needs a label of one column (a 1-D y)")
+    return sel
+
+
+def fit_on_source(
+    eng, source: Source, settings: EncodeSettings, read: ReadSettings, fmap=None
+) -> tuple[Encoder, Selection]:
+    """The encoder ``settings`` describe (or of the unfitted map ``fmap``) fitted by the
+    engine ``eng`` on an open source, and the source's selected columns: the fitting step
+    of :func:`encode`, of :func:`fit_encoder` and of training on raw input."""
+    sel = selection(source, settings, read)
+    return eng.fit_encoder(source, sel, settings, read, fmap=fmap), sel
 
 
 def select_like(
-    source: Source, ref: FeatureStore, read: ReadSettings, input_path: str
+    source: Source, ref: FeatureStore | Encoder, read: ReadSettings, input_path: str
 ) -> tuple[Encoder, Selection]:
-    """The encoder of the store ``ref`` and the input's columns for it (its label and id
-    columns are carried when the input has them)."""
-    encoder = ref.encoder
+    """The encoder of the store ``ref`` (or the encoder ``ref`` itself) and the input's
+    columns for it (a store's label and id columns are carried when the input has them)."""
+    store = ref if isinstance(ref, FeatureStore) else None
+    encoder = ref.encoder if store is not None else ref
     missing = [c for c in encoder.columns if c not in source.names]
     if missing:
+        of = f"the store {store.path}" if store is not None else "the encoder"
         raise InputError(
-            f"{input_path}: column(s) {', '.join(missing[:8])} of the store {ref.path} "
-            "are missing from the input"
+            f"{input_path}: column(s) {', '.join(missing[:8])} of {of} are missing from the "
+            f"input{unnamed_hint(source)}"
         )
-    ref_label = (ref.label_info or {}).get("name")
+    ref_label = ((store.label_info if store else None) or {}).get("name")
     label = read.label or (ref_label if ref_label in source.names else None)
-    ids = read.ids or [i for i in ref.meta.get("ids", []) if i in source.names]
+    known = store.meta.get("ids", []) if store is not None else []
+    ids = read.ids or [i for i in known if i in source.names]
     return encoder, select_columns(source, encoder.columns, label, ids)
 
 
@@ -179,7 +244,7 @@ def _budget_chunks(read, source, planner, ref, memory, threads) -> ReadSettings:
     from rfcli.memory import encode_chunk_rows, physical_memory
 
     if ref is not None:
-        enc = ref.encoder
+        enc = ref if isinstance(ref, Encoder) else ref.encoder
         d, fmap, row_bytes = len(enc.columns), enc.fmap, enc.row_bytes
     else:
         d = len(read.columns) if read.columns else len(source.names)
@@ -195,7 +260,10 @@ def _budget_chunks(read, source, planner, ref, memory, threads) -> ReadSettings:
 
 
 def resume_key(
-    input_path: str, settings: EncodeSettings, read: ReadSettings, ref: FeatureStore | None
+    input_path: str,
+    settings: EncodeSettings,
+    read: ReadSettings,
+    ref: FeatureStore | Encoder | None,
 ) -> str:
     """What an encode must share with an interrupted one to continue its partial store:
     the input file (name, size, modification time) and every setting that changes the
@@ -218,10 +286,32 @@ def resume_key(
         "files": [location.file_ident(f) for f in files],
         "settings": asdict(settings),
         "read": {k: v for k, v in asdict(read).items() if k != "chunk_rows"},
-        "like": ref.meta["fingerprint"] if ref is not None else None,
+        "like": None if ref is None else _fingerprint(ref),
     }
     blob = json.dumps(ident, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
-__all__ = ["EncodeResult", "EncodeSettings", "ReadSettings", "default_output", "encode"]
+def _reference(like) -> FeatureStore | Encoder | None:
+    if like is None or isinstance(like, Encoder):
+        return like
+    if not location.is_path(like):
+        raise ParameterTypeError(
+            f"like must be a store's path or an Encoder, got {type(like).__name__}"
+        )
+    return FeatureStore(location.normalize(like))
+
+
+def _fingerprint(ref: FeatureStore | Encoder) -> str:
+    return ref.fingerprint() if isinstance(ref, Encoder) else ref.meta["fingerprint"]
+
+
+__all__ = [
+    "EncodeResult",
+    "EncodeSettings",
+    "ReadSettings",
+    "default_output",
+    "encode",
+    "fit_encoder",
+    "fit_on_source",
+]

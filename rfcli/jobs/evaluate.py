@@ -1,5 +1,5 @@
 """The evaluate job (``rfcli evaluate``): a model's metrics on labelled data (a store or raw
-input), as additive per-slice counts and sums on either engine."""
+input: a path or in-memory data), as additive per-slice counts and sums on either engine."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 from rfcli.engines import open_engine
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
+from rfcli.io.arrays import unnamed_hint
+from rfcli.io.readers import ReadSettings, attach_label, open_source
 from rfcli.io.settings import NAN_POLICIES
+from rfcli.jobs.predict import open_model
 from rfcli.learn.data import RawData, open_data
-from rfcli.learn.model_file import load_model
 from rfcli.metrics import ClassificationAccumulator, RegressionAccumulator, gaussian_nlpd_sum
 from rfcli.progress import NullProgress, Progress
 
@@ -39,39 +41,53 @@ def _evaluate_pass(data, model, where: str = "the test data"):
 
 
 def evaluate(
-    model_path: str,
-    test_path: str,
+    model_path,
+    test_path,
     *,
+    y=None,
     progress: Progress | None = None,
     engine: str = "local",
     dask=None,
     on_nan: str = "error",
 ) -> dict[str, Any]:
-    """Metrics of a model on a store or raw data with the training label column (on a Dask
-    cluster with ``engine="dask"``: the counts and sums of slices are added up).  ``on_nan``:
-    rows of raw data with NaN/inf features: ``error``, ``zero``, or ``drop`` (local engine)."""
+    """Metrics of a model (a model file, or a :class:`~rfcli.jobs.train.TrainResult`) on a
+    store or raw data with the training label column: a path, or in-memory data (a 2-D
+    NumPy array, a pandas DataFrame, a pyarrow Table) with that column or with the labels
+    ``y`` given apart.  On a Dask cluster with ``engine="dask"``: the counts and sums of
+    slices are added up.  ``on_nan``: rows of raw data with NaN/inf features: ``error``,
+    ``zero``, or ``drop`` (local engine)."""
     if on_nan not in NAN_POLICIES:
         raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
     if engine == "dask" and on_nan == "drop":
         raise UsageError("the dask engine keeps every row in its place: on_nan='drop' is local")
-    model, encoder, meta = load_model(model_path)
+    model, encoder, meta = open_model(model_path)
     progress = progress or NullProgress()
     label = (meta.get("trained_on") or {}).get("label")
+    if y is not None:
+        test_path, read = attach_label(test_path, y, ReadSettings(label=label))
+        label = read.label
+    where = location.name(test_path)
     t0 = time.perf_counter()
     if location.is_store(test_path):
         data = open_data(test_path, encoder, model.normalized, label, require_label=True)
     else:
         if label is None:
-            raise InputError(f"{model_path}: the model does not record its label column")
+            what = location.name(model_path) if location.is_path(model_path) else "the model"
+            raise InputError(f"{what}: the model does not record its label column")
+        if not location.is_path(test_path):  # in-memory: the labels may be given apart
+            test_path = open_source(test_path)
+            if label not in test_path.names:
+                raise InputError(f"{where}: no label column {label!r} (the model's label): give "
+                                 f"the labels as y{unnamed_hint(test_path)}")  # fmt: skip
         data = RawData.open(test_path, encoder, model.normalized, label, require_label=True,
                             on_nan=on_nan)  # fmt: skip
     targets = model.targets
     with open_engine(engine, dask, progress) as eng:
         acc, nlpd = eng.passes(data).reduce(
-            _evaluate_pass, model, location.normalize(test_path), title="evaluating"
+            _evaluate_pass, model, location.normalize(where), title="evaluating"
         )
     if acc.n == 0:
-        raise InputError(f"{test_path}: no rows")
+        raise InputError(f"{where}: no rows")
     out: dict[str, Any] = {"model": model.kind, "task": targets.task, "rows": acc.n}
     out.update(acc.result())
     if targets.task == "regression" and hasattr(model, "std"):

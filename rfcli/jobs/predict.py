@@ -1,5 +1,6 @@
-"""The predict job (``rfcli predict``): a model's predictions for a store or raw input,
-written to a table in row order, on either engine.
+"""The predict job (``rfcli predict``): a model's predictions for a store or raw input
+(a path or in-memory data), written to a table in row order, on either engine, or
+returned in memory.
 
 Predictions have the label's type: int64 for integer classes, float64 for regression (and
 the GP's ``std``), bool, or text; so do the .npy, Parquet and CSV outputs (an .npy file
@@ -8,13 +9,17 @@ holds the predictions alone: a 1-D array, or ``(n, 2)`` float64 [prediction, std
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from rfcli.encoder import Encoder
 from rfcli.engines import open_engine
-from rfcli.errors import InputError, UsageError, did_you_mean
+from rfcli.errors import InputError, ParameterTypeError, UsageError, did_you_mean
 from rfcli.io import location
 from rfcli.io.readers import NAN_POLICIES
 from rfcli.io.writers import TableWriter, output_format
+from rfcli.jobs.train import TrainResult
 from rfcli.learn.data import RawData, StoreData, open_data
 from rfcli.learn.linear import LinearModel
 from rfcli.learn.model_file import load_model
@@ -43,10 +48,22 @@ class PredictResult(int):
                 "columns": self.columns, "types": self.types}  # fmt: skip
 
 
+def open_model(model) -> tuple[LinearModel, Encoder, dict[str, Any]]:
+    """(model, encoder, metadata) of a model: a model file's path, or the result of a
+    train job (:class:`~rfcli.jobs.train.TrainResult`, as if saved and loaded)."""
+    if isinstance(model, TrainResult):
+        return model.model, model.encoder, {"trained_on": dict(model.trained_on)}
+    if not location.is_path(model):
+        raise ParameterTypeError(
+            f"model must be a model file's path or a TrainResult, got {type(model).__name__}"
+        )
+    return load_model(location.name(model))
+
+
 def predict(
-    model_path: str,
-    input_path: str,
-    output: str,
+    model_path,
+    input_path,
+    output: str | None = None,
     *,
     ids: list[str] | None = None,
     overwrite: bool = False,
@@ -54,32 +71,39 @@ def predict(
     engine: str = "local",
     dask=None,
     on_nan: str = "error",
-) -> PredictResult:
-    """Predictions for a store or raw data, written to .npy, Parquet or CSV (``-`` = CSV on
-    stdout).  ``ids``: id columns to pass through: of raw input, or the id arrays of a
-    store (by default a store's are all carried); a name that the input does not have is
-    refused.  ``on_nan``: rows of raw input with NaN/inf features: ``error``, ``zero``, or
-    ``drop`` (local engine; the output then has fewer rows than the input).
+) -> PredictResult | dict[str, np.ndarray]:
+    """Predictions of a model (a model file, or a :class:`~rfcli.jobs.train.TrainResult`)
+    for a store or raw data (a path, or in-memory data: a 2-D NumPy array, a pandas
+    DataFrame, a pyarrow Table, with the model's input columns), written to .npy, Parquet
+    or CSV (``-`` = CSV on stdout); ``output=None``: returned instead, as the columns the
+    Parquet output would hold (a dict of NumPy arrays: the id columns, ``prediction``,
+    and ``std`` for a GP).  ``ids``: id columns to pass through: of raw input, or the id
+    arrays of a store (by default a store's are all carried); a name that the input does
+    not have is refused.  ``on_nan``: rows of raw input with NaN/inf features: ``error``,
+    ``zero``, or ``drop`` (local engine; the output then has fewer rows than the input).
     ``engine="dask"``: slices of rows are predicted on a Dask cluster and written here in
     row order (the same batches as locally: the same output bytes)."""
     if on_nan not in NAN_POLICIES:
         raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
     if engine == "dask" and on_nan == "drop":
         raise UsageError("the dask engine keeps every row in its place: on_nan='drop' is local")
-    fmt = output_format(output)  # before any work: a bad extension is refused at once
+    fmt = output_format(output) if output is not None else "memory"  # a bad extension: at once
     ids = list(ids or [])
     if fmt == "npy" and ids:
         raise UsageError(f"{output}: an .npy output holds the predictions only: id columns "
                          "need .parquet or .csv")  # fmt: skip
-    model, encoder, meta = load_model(model_path)
+    model, encoder, meta = open_model(model_path)
     progress = progress or NullProgress()
     data = _open(input_path, encoder, model, ids, on_nan)
-    keep = _id_columns(data, input_path, ids) if fmt != "npy" else []
+    keep = _id_columns(data, location.name(input_path), ids) if fmt != "npy" else []
     targets = model.targets
     names = ["prediction", *(["std"] if hasattr(model, "std") else [])]
     dtype = targets.value_dtype if len(names) == 1 else np.dtype(np.float64)
-    writer = TableWriter(output, data.n_rows or 0, 0, overwrite=overwrite,
-                         npy_columns=(names, dtype))  # fmt: skip
+    if output is None:
+        writer = _InMemory()
+    else:
+        writer = TableWriter(output, data.n_rows or 0, 0, overwrite=overwrite,
+                             npy_columns=(names, dtype))  # fmt: skip
     n = 0
     try:
         with open_engine(engine, dask, progress) as eng:
@@ -91,6 +115,8 @@ def predict(
     except BaseException:
         writer.abort()
         raise
+    if output is None:
+        return writer.columns([*keep, *names])
     value = "text" if targets.value_kind == "text" else str(targets.value_dtype)
     types = {**dict.fromkeys(keep, "id"), "prediction": value}
     if len(names) > 1:
@@ -99,8 +125,31 @@ def predict(
     return PredictResult(n, output, columns, {c: types[c] for c in columns})
 
 
-def _open(path: str, encoder, model, ids: list[str], on_nan: str):
-    """The store or raw input to predict on (raw input: with ``ids`` and ``on_nan``)."""
+class _InMemory:
+    """Where the predictions go with ``output=None``: every batch's columns, joined at
+    the end (the writer interface of :class:`~rfcli.io.writers.TableWriter`)."""
+
+    def __init__(self):
+        self.parts: list[dict[str, np.ndarray]] = []
+
+    def write(self, matrix, columns: dict[str, np.ndarray]) -> None:
+        self.parts.append(columns)
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        self.parts = []
+
+    def columns(self, names: list[str]) -> dict[str, np.ndarray]:
+        if not self.parts:
+            return {n: np.empty(0) for n in names}
+        return {n: np.concatenate([p[n] for p in self.parts]) for n in names}
+
+
+def _open(path, encoder, model, ids: list[str], on_nan: str):
+    """The store or raw input to predict on (raw input, a path or in-memory data: with
+    ``ids`` and ``on_nan``)."""
     if location.is_store(path):
         return open_data(path, encoder, model.normalized, None)
     return RawData.open(path, encoder, model.normalized, None, ids, on_nan=on_nan)

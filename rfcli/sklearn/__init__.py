@@ -11,9 +11,10 @@
 They take NumPy arrays, pandas DataFrames and pyarrow Tables, follow scikit-learn's
 conventions (pipelines, grid searches, ``clone``, pickling) and pass its estimator checks.
 Large arrays are processed in chunks of 8192 rows (encoded, used, dropped): memory is the
-input plus O(n_features^2).  The numbers are the CLI's: the encoder is fitted by the same
-passes as ``rfcli encode`` and the learners are ``rfcli train``'s, with the same chunks, so
-a model fitted here equals one trained by the CLI on a file with the same rows.
+input plus O(n_features^2).  The numbers are the CLI's: the estimators are thin wrappers
+over the jobs on in-memory data (:func:`rfcli.fit_encoder`, :func:`rfcli.train` with
+``encode=``, :func:`rfcli.train_gpr`), so a model fitted here equals one trained by the
+CLI on a file with the same rows.
 ``save(path)`` writes an rfcli model file (JSON + arrays, no pickle) that ``rfcli
 predict`` and ``rfcli evaluate`` use; :func:`load` reads one written by either.  A
 walkthrough: docs/python.md.

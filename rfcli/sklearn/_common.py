@@ -1,13 +1,13 @@
-"""What the estimators share: parameters -> rfcli settings, input validation, fitting the
-encoder on in-memory rows (the CLI's fitting passes over an :class:`ArraySource`), the
-learners' passes over in-memory rows (:class:`ArrayData`), and model files.
+"""What the estimators share: parameters -> rfcli settings, input validation, the rows
+as an in-memory source, features of in-memory rows, and model files.
 
-Every number comes from the code the CLI runs: the encoder from
-:meth:`rfcli.engines.local.LocalEngine.fit_encoder` (pass 1 over chunks with global row
-indices: column statistics in fixed 4096-row blocks, the ``BottomK`` hash sample for the
-median heuristic and the gamma search; then the map pass), the learners from
-:mod:`rfcli.jobs.train` / :mod:`rfcli.jobs.train_gpr`, with the chunk sizes the CLI uses,
-so a model fitted here equals ``rfcli encode`` + ``rfcli train`` on the same data.
+Every number comes from the public jobs the CLI runs, given the rows as an
+:class:`~rfcli.io.arrays.ArraySource`: the encoder from :func:`rfcli.jobs.encode.fit_encoder`
+(``rfcli encode``'s fitting passes), the models from :func:`rfcli.jobs.train.train` and
+:func:`rfcli.jobs.train_gpr.train_gpr` on that source (encoded on the fly, with the chunks
+of the store ``rfcli encode`` would write), the features for ``predict`` / ``transform``
+from :class:`rfcli.learn.data.RawData`, as ``rfcli predict`` reads raw input; so a model
+fitted here equals ``rfcli encode`` + ``rfcli train`` on the same data.
 """
 
 from __future__ import annotations
@@ -23,17 +23,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rfcli.encoder import Encoder, jsonable
 from rfcli.encoder_fit import EncodeSettings
-from rfcli.engines import open_engine
-from rfcli.errors import ConfigError, UsageError, check_int
+from rfcli.errors import ConfigError, check_int
 from rfcli.io.arrays import ARRAY_PATH, ArraySource
-from rfcli.io.readers import ReadSettings, iter_chunks, select_columns
-from rfcli.learn.data import Batch
-from rfcli.progress import NullProgress
+from rfcli.io.readers import ReadSettings
+from rfcli.learn.data import Batch, RawData
 
 #: the in-memory source's label column (never shown: X's columns keep their names)
 LABEL = "__rfcli_label__"
-#: rows per chunk of raw rows (rfcli's ReadSettings default: the CLI's chunks)
-CHUNK_ROWS = 8192
 #: input dtypes kept as they are (others become float64); chunks are float64 either way
 DTYPES = [np.float64, np.float32]
 
@@ -54,105 +50,17 @@ def columns_of(est) -> list[str]:
     return [f"x{j}" for j in range(est.n_features_in_)]
 
 
-def fit_encoder(X: np.ndarray, columns: list[str], settings: EncodeSettings,
-                labels: np.ndarray | None = None) -> Encoder:  # fmt: skip
-    """The encoder ``settings`` describe, fitted on the rows of ``X`` exactly as
-    ``rfcli encode`` fits it on a file with these rows (``labels``: the label column,
-    for ``gamma='search'``)."""
-    source = ArraySource(X, names=columns, extra=None if labels is None else {LABEL: labels})
-    label = None if labels is None else LABEL
-    sel = select_columns(source, columns, label)
-    with open_engine("local", progress=NullProgress()) as eng:
-        return eng.fit_encoder(source, sel, settings, ReadSettings(label=label))
-
-
 def label_name(y) -> str | None:
     """The name of a pandas Series label (recorded in model files for ``rfcli evaluate``)."""
     name = getattr(y, "name", None)
     return name if isinstance(name, str) and name else None
 
 
-class ArrayData:
-    """The learners' passes over in-memory rows (what :class:`rfcli.learn.data.StoreData`
-    and ``RawData`` are for a store and a file): chunks of ``chunk_rows`` rows, read from
-    ``X`` through an :class:`ArraySource` (float64 C-ordered chunks, as from a file),
-    encoded with global row indices and decoded; ``y[r0:r1]`` beside them.
-
-    ``cache_bytes``: keep the rows between passes when they fit (the SVM's many passes),
-    as ``StoreData`` does: the decoded float32 features if they fit, else the packed codes
-    (decoded again in every pass), else nothing (every pass encodes its chunks again).
-    ``raw_features``: the map's unquantized features (GP statistics)."""
-
-    def __init__(self, X, y, encoder: Encoder, *, normalized: bool = False,
-                 raw_features: bool = False, chunk_rows: int = CHUNK_ROWS,
-                 cache_bytes: int = 0):  # fmt: skip
-        self.source = ArraySource(X, names=list(encoder.columns))
-        self.sel = select_columns(self.source, list(encoder.columns))
-        self.y = y
-        self.encoder = encoder
-        self.normalized = normalized
-        self.raw_features = raw_features
-        self.chunk_rows = int(chunk_rows)
-        self.n_rows = self.source.num_rows
-        self.label_name = LABEL if y is not None else None
-        m = encoder.n_features
-        decoded, packed = self.n_rows * (4 * m + 8), self.n_rows * (encoder.row_bytes + 16)
-        self.cache_kind = "none"
-        if not raw_features and cache_bytes > 0:
-            if 0 < decoded <= cache_bytes:
-                self.cache_kind = "decoded"
-            elif packed <= cache_bytes:
-                self.cache_kind = "packed"
-        self.cache_size = {"decoded": decoded, "packed": packed}.get(self.cache_kind, 0)
-        self._cache: list | None = None
-
-    def _fresh(self) -> Iterator[tuple[int, Any]]:
-        """(row0, what the cache keeps of the chunk: decoded F, EncodedChunk or F)."""
-        enc = self.encoder
-        for ch in iter_chunks(self.source, self.sel, self.chunk_rows):
-            if self.raw_features:
-                yield ch.row0, enc.features(ch.X)
-                continue
-            e = enc.encode_chunk(ch.X, ch.row0)
-            if self.cache_kind == "packed":
-                yield ch.row0, e
-            else:
-                yield ch.row0, enc.decode(e.packed, e.norms, e.row_scale, self.normalized)
-
-    def _features(self) -> Iterator[tuple[int, np.ndarray]]:
-        if self._cache is not None:
-            items = self._cache
-        else:
-            items = self._fresh()
-            if self.cache_kind != "none":
-                items = list(items)  # bounded by cache_bytes
-                if self.cache_kind == "decoded":
-                    for _, F in items:
-                        F.flags.writeable = False  # shared by every later pass
-                self._cache = items
-        for r0, item in items:
-            if self.cache_kind == "packed":
-                item = self.encoder.decode(item.packed, item.norms, item.row_scale,
-                                           self.normalized)  # fmt: skip
-            yield r0, item
-
-    def batches(self, with_ids: bool = False) -> Iterator[Batch]:
-        y = self.y
-        for r0, F in self._features():
-            yield Batch(r0, F, None if y is None else y[r0 : r0 + len(F)])
-
-
-def train_chunk_rows(encoder: Encoder) -> int:
-    """Rows per decoded chunk of the svm/krr passes: what ``rfcli train`` uses for a store
-    written by ``rfcli encode`` with this encoder (decoded chunks of about 16 MiB, at most
-    a store chunk), so the sums run in the same order and give the same numbers."""
-    from rfcli.io.store.format import store_chunk_rows
-    from rfcli.memory import physical_memory
-
-    m = encoder.n_features
-    budget = physical_memory()
-    store_rows = store_chunk_rows(encoder.row_bytes)
-    return max(256, min(8192, store_rows, (16 << 20) // (4 * m), budget // (48 * m)))
+def keep_params(est, params: dict[str, Any]) -> None:
+    """Set the constructor's arguments (``locals()`` of ``__init__``) as the attributes of
+    the same names, and nothing else (scikit-learn's convention for ``__init__``)."""
+    for name in est._get_param_names():
+        setattr(est, name, params[name])
 
 
 def _tuples(v):
@@ -184,28 +92,41 @@ class RFEstimator(BaseEstimator):
             map_options=dict(self.kernel_params or {}),
         )
 
-    def _fit_encoder(self, X, labels=None, seed: int | None = None) -> Encoder:
-        self._seed = seed_of(self.random_state) if seed is None else seed
-        if self.gamma == "search" and labels is None:
-            raise UsageError("gamma='search' chooses the bandwidth by validation: give y to fit")
-        enc = fit_encoder(X, columns_of(self), self._encode_settings(self._seed), labels)
-        self.encoder_ = enc
-        self.gamma_ = _fitted_gamma(enc)
-        return enc
+    def _new_seed(self) -> int:
+        """The seed of this fit (:func:`seed_of` ``random_state``), kept for model files."""
+        self._seed = seed_of(self.random_state)
+        return self._seed
+
+    def _source(self, X, y=None) -> tuple[ArraySource, ReadSettings]:
+        """The validated rows (and y, as the label column ``LABEL``) as rfcli input, and
+        how the jobs read it."""
+        source = ArraySource(X, names=columns_of(self), extra=None if y is None else {LABEL: y})
+        return source, ReadSettings(label=None if y is None else LABEL)
+
+    def _fitted(self, result) -> None:
+        """The fitted attributes of a train job's result."""
+        self.encoder_, self.model_ = result.encoder, result.model
+        self.report_ = as_json(result.report)
+        if "gamma" in self._get_param_names():
+            self.gamma_ = fitted_gamma(result.encoder)
 
     # -- using the encoder ------------------------------------------------------------------
     def _check_X(self, X):
         check_is_fitted(self)
         return validate_data(self, X, reset=False, dtype=DTYPES)
 
-    def _data(self, X, normalized: bool = False, raw: bool = False) -> ArrayData:
-        return ArrayData(X, None, self.encoder_, normalized=normalized, raw_features=raw)
+    def _batches(self, X, normalized: bool = False) -> Iterator[Batch]:
+        """The decoded features of X's rows, chunk by chunk, as ``rfcli predict`` reads a
+        file of these rows."""
+        source = ArraySource(X, names=list(self.encoder_.columns))
+        data = RawData.open(source, self.encoder_, normalized, None)
+        return data.batches(with_ids=False)
 
     def _stack(self, X, fn, width: int, dtype=np.float64, normalized=False) -> np.ndarray:
         """``fn(F)`` of every chunk of rows (features as ``rfcli predict`` computes them:
         8192-row chunks, encoded and decoded), stacked into (n, width)."""
         out = np.empty((len(X), width), dtype=dtype)
-        for b in self._data(X, normalized).batches():
+        for b in self._batches(X, normalized):
             out[b.row0 : b.row0 + len(b)] = fn(b.F)
         return out
 
@@ -270,7 +191,7 @@ class RFEstimator(BaseEstimator):
         if names:
             est.feature_names_in_ = np.asarray(encoder.columns, dtype=object)
         if "gamma" in cls._get_param_names():
-            est.gamma_ = _fitted_gamma(encoder)
+            est.gamma_ = fitted_gamma(encoder)
         est.label_name_ = (meta.get("trained_on") or {}).get("label")
         est.report_ = as_json(model.info)
         est._restore(model, meta)
@@ -285,7 +206,7 @@ class RFEstimator(BaseEstimator):
             "n_features": d["features"],
             "bits": encoder.quantizer.bits,
             "quantizer": d["quantizer"],
-            "gamma": _fitted_gamma(encoder) or "auto",
+            "gamma": fitted_gamma(encoder) or "auto",
             "standardize": d["preprocess"]["standardize"],
             "normalize_rows": d["preprocess"]["normalize_rows"],
             "random_state": encoder.fmap.seed,
@@ -303,6 +224,6 @@ def as_json(report: dict) -> dict:
     return json.loads(json.dumps(jsonable(report)))
 
 
-def _fitted_gamma(encoder: Encoder) -> float | None:
+def fitted_gamma(encoder: Encoder) -> float | None:
     g = getattr(encoder.fmap, "gamma_", None)
     return None if g is None else float(g)

@@ -8,8 +8,10 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rfcli.encoder import EncodedChunk
-from rfcli.errors import ConfigError
-from rfcli.sklearn._common import DTYPES, RFEstimator, label_name
+from rfcli.errors import ConfigError, UsageError
+from rfcli.io.arrays import ArraySource
+from rfcli.io.readers import ReadSettings
+from rfcli.sklearn._common import DTYPES, RFEstimator, fitted_gamma, keep_params, label_name
 
 
 class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstimator):
@@ -77,42 +79,32 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
 
     _model_kinds = ()
 
-    def __init__(
-        self,
-        kernel="gaussian",
-        n_features=1024,
-        bits=None,
-        quantizer=None,
-        gamma="auto",
-        standardize=False,
-        normalize_rows=False,
-        kernel_params=None,
-        normalized=False,
-        random_state=0,
-    ):
-        self.kernel = kernel
-        self.n_features = n_features
-        self.bits = bits
-        self.quantizer = quantizer
-        self.gamma = gamma
-        self.standardize = standardize
-        self.normalize_rows = normalize_rows
-        self.kernel_params = kernel_params
-        self.normalized = normalized
-        self.random_state = random_state
+    def __init__(self, kernel="gaussian", n_features=1024, bits=None, quantizer=None, gamma="auto",
+                 standardize=False, normalize_rows=False, kernel_params=None, normalized=False,
+                 random_state=0):  # fmt: skip
+        keep_params(self, locals())
 
     def fit(self, X, y=None):
         """Fit the preprocessing, the map (bandwidth, data-dependent constants) and a
-        fitted quantizer on X (y only for ``gamma="search"``)."""
+        fitted quantizer on X (y only for ``gamma="search"``), as ``rfcli encode`` fits
+        them (:func:`rfcli.jobs.encode.fit_encoder`)."""
+        from rfcli.jobs.encode import fit_encoder
+
         name = label_name(y)
         if y is None or self.gamma != "search":
+            if self.gamma == "search":
+                raise UsageError(
+                    "gamma='search' chooses the bandwidth by validation: give y to fit"
+                )
             X = validate_data(self, X, dtype=DTYPES, ensure_min_samples=2)
             labels = None
         else:
             X, y = validate_data(self, X, y, dtype=DTYPES, ensure_min_samples=2)
             self.label_name_ = name
             labels = _search_labels(y)
-        self._fit_encoder(X, labels)
+        source, read = self._source(X, labels)
+        self.encoder_ = fit_encoder(source, self._encode_settings(self._new_seed()), read)
+        self.gamma_ = fitted_gamma(self.encoder_)
         return self
 
     @property
@@ -129,18 +121,18 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
         """The packed codes of X's rows (uint8 (n, row_bytes)), their norms ``||Q(z)||``
         and, for arc-cosine order 1, the input row norms (``row_scale``): what a store
         keeps.  Rows are numbered from 0 (the stoc quantizer's hash uses the row index)."""
+        from rfcli.io.encoded import EncodedInput
+        from rfcli.io.readers import select_columns
+
         X = self._check_X(X)
         enc = self.encoder_
         n = len(X)
         packed = np.empty((n, enc.row_bytes), dtype=np.uint8)
         norms = np.empty(n, dtype=np.float32)
         scale = np.empty(n, dtype=np.float32) if enc.fmap.uses_row_scale else None
-        data = self._data(X)
-        from rfcli.io.readers import iter_chunks
-
-        for ch in iter_chunks(data.source, data.sel, data.chunk_rows):
-            e = enc.encode_chunk(ch.X, ch.row0)
-            sl = slice(ch.row0, ch.row0 + len(ch))
+        source = ArraySource(X, names=list(enc.columns))
+        for e in EncodedInput(source, select_columns(source, enc.columns), enc).iter_encoded():
+            sl = slice(e.row0, e.row0 + len(e.packed))
             packed[sl], norms[sl] = e.packed, e.norms
             if scale is not None:
                 scale[sl] = e.row_scale
@@ -169,24 +161,17 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
 
     def write_store(self, path: str, X, y=None, *, label: str = "label",
                     overwrite: bool = False) -> str:  # fmt: skip
-        """Encode X (and its label y) into a feature store at ``path``, as ``rfcli encode``
-        writes one: ``rfcli train`` trains on it and ``rfcli encode --like`` encodes more
-        data with this encoder.  Returns the path."""
-        from rfcli.engines import open_engine
-        from rfcli.io.arrays import ArraySource
-        from rfcli.io.readers import ReadSettings, select_columns
-        from rfcli.io.store import StoreWriter
+        """Encode X (and its label y) into a feature store at ``path`` with this encoder, as
+        ``rfcli encode --like`` writes one (:func:`rfcli.jobs.encode.encode`): ``rfcli
+        train`` trains on it and ``rfcli encode --like`` encodes more data like it.
+        Returns the path."""
+        from rfcli.jobs.encode import encode
 
         X = self._check_X(X)
-        cols = list(self.encoder_.columns)
-        extra = None if y is None else {label: np.asarray(y)}
-        source = ArraySource(X, names=cols, extra=extra)
-        sel = select_columns(source, cols, None if y is None else label)
-        writer = StoreWriter(path, self.encoder_, label=sel.label, overwrite=overwrite,
-                             source={"path": "<in-memory data>", "columns": cols})  # fmt: skip
-        with open_engine("local") as eng:
-            return eng.write_store(source, sel, ReadSettings(label=sel.label), self.encoder_,
-                                   writer)  # fmt: skip
+        source = ArraySource(X, names=list(self.encoder_.columns),
+                             extra=None if y is None else {label: np.asarray(y)})  # fmt: skip
+        read = ReadSettings(label=None if y is None else label)
+        return encode(source, path, read=read, like=self.encoder_, overwrite=overwrite).path
 
     def save(self, path, **kw):
         raise NotImplementedError(

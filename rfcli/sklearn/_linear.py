@@ -12,41 +12,18 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from rfcli.errors import UsageError
-from rfcli.learn.targets import Targets
-from rfcli.progress import NullProgress
-from rfcli.sklearn._common import (
-    DTYPES,
-    ArrayData,
-    RFEstimator,
-    as_json,
-    label_name,
-    seed_of,
-    train_chunk_rows,
-)
-
-
-def _check_memory(model: str, m: int, k: int, folds: int, chunk_rows: int, svm: bool) -> None:
-    """Refuse a model whose m x m statistics cannot fit in memory, as ``rfcli train``
-    does (same estimate)."""
-    from rfcli.learn.ridge import RidgeStats
-    from rfcli.memory import check_fits, learner_need, physical_memory
-
-    need = learner_need(model, m, k, folds) + 3 * 4 * chunk_rows * m
-    need += max(folds if not svm else 1, 1) * RidgeStats.SUB_ROWS32 * (m + k) * 4
-    check_fits(f"{model.upper()} with m = {m} features", need, physical_memory(),
-               "use fewer n_features")  # fmt: skip
+from rfcli.sklearn._common import DTYPES, RFEstimator, keep_params, label_name
 
 
 class _LinearBase(RFEstimator):
-    def _train(self, X, y_batches, targets: Targets, model: str, labels=None):
-        """Fit the encoder on X, then train ``model`` (svm or krr) on its features with
-        the train job's own numerics; returns (model, report)."""
-        from rfcli.engines import open_engine
-        from rfcli.jobs.train import TrainSettings, _check, _n_folds, _train_ridge, _train_svm
-        from rfcli.learn.data import default_cache_bytes
+    def _train(self, X, y, model: str) -> dict:
+        """Train ``model`` (svm or krr) on X's rows and label y: ``rfcli.train`` on them
+        with this estimator's encoder settings (fitted and encoded on the fly, as ``rfcli
+        encode`` + ``rfcli train`` on a file of these rows); returns the report."""
+        from rfcli.jobs.train import TrainSettings, train
 
         svm = model == "svm"
-        seed = seed_of(self.random_state)
+        seed = self._new_seed()
         settings = TrainSettings(
             model=model,
             normalized=self.normalized,
@@ -59,26 +36,10 @@ class _LinearBase(RFEstimator):
             max_iter=self.max_iter if svm else 1000,
             tol=self.tol if svm else 1e-7,
         )
-        _check(settings)  # before the encoder's passes: bad C/alpha/loss fail at once
-        enc = self._fit_encoder(X, labels, seed)
-        m = enc.n_features
-        rows = train_chunk_rows(enc)
-        k = targets.n_outputs if not svm else (1 if targets.n_outputs == 2 else targets.n_outputs)
-        _check_memory(model, m, k, _n_folds(settings), rows, svm)
-        cache = default_cache_bytes() if svm else 0
-        data = ArrayData(X, y_batches, enc, normalized=self.normalized, chunk_rows=rows,
-                         cache_bytes=cache)  # fmt: skip
-        fit = _train_svm if svm else _train_ridge
-        with open_engine("local", progress=NullProgress()) as eng:
-            lm, report = fit(eng.passes(data, cache=svm), targets, settings, NullProgress())
-        if svm:
-            report["cache"] = {"kind": data.cache_kind, "bytes": data.cache_size,
-                               "where": "this process"}  # fmt: skip
-        report.update({"rows": data.n_rows, "features": m, "bits": enc.quantizer.bits_per_feature})
-        lm.info = report
-        self.model_ = lm
-        self.report_ = as_json(report)
-        return lm, report
+        source, read = self._source(X, y)
+        result = train(source, None, settings, read, encode=self._encode_settings(seed))
+        self._fitted(result)
+        return result.report
 
     def _scores(self, X) -> np.ndarray:
         """The model's scores, (n, outputs): per class (a binary SVM's as [-s, s])."""
@@ -147,39 +108,11 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
 
     _model_kinds = ("svm",)
 
-    def __init__(
-        self,
-        kernel="gaussian",
-        n_features=1024,
-        bits=None,
-        quantizer=None,
-        gamma="auto",
-        standardize=False,
-        normalize_rows=False,
-        kernel_params=None,
-        C="auto",
-        loss="squared_hinge",
-        normalized=False,
-        cv_folds=5,
-        max_iter=1000,
-        tol=1e-7,
-        random_state=0,
-    ):
-        self.kernel = kernel
-        self.n_features = n_features
-        self.bits = bits
-        self.quantizer = quantizer
-        self.gamma = gamma
-        self.standardize = standardize
-        self.normalize_rows = normalize_rows
-        self.kernel_params = kernel_params
-        self.C = C
-        self.loss = loss
-        self.normalized = normalized
-        self.cv_folds = cv_folds
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
+    def __init__(self, kernel="gaussian", n_features=1024, bits=None, quantizer=None, gamma="auto",
+                 standardize=False, normalize_rows=False, kernel_params=None, C="auto",
+                 loss="squared_hinge", normalized=False, cv_folds=5, max_iter=1000, tol=1e-7,
+                 random_state=0):  # fmt: skip
+        keep_params(self, locals())
 
     def fit(self, X, y):
         """Encode X and train the SVM on its features."""
@@ -187,17 +120,14 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
         X, y = validate_data(self, X, y, dtype=DTYPES, ensure_min_samples=2)
         check_classification_targets(y)
         y = column_or_1d(y, warn=True)
-        classes, idx = np.unique(y, return_inverse=True)
+        classes = np.unique(y)
         if len(classes) < 2:
             raise ValueError(
                 f"RandomFeatureSVC needs at least 2 classes; the data has one class: {classes[0]!r}"
             )
         self.classes_ = classes
         self.label_name_ = name
-        targets = Targets("classification", classes.tolist())
-        values = np.asarray(targets.classes, dtype=object)[idx]
-        labels = idx if self.gamma == "search" else None
-        _, report = self._train(X, values, targets, "svm", labels)
+        report = self._train(X, y, "svm")
         self.C_ = float(report["C"])
         self.n_iter_ = int(report["iterations"])
         return self
@@ -226,24 +156,6 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
         self.classes_ = np.asarray(model.targets.classes)
         self.C_ = float(model.info.get("C", np.nan))
         self.n_iter_ = int(model.info.get("iterations", 0))
-
-
-class _Outputs(Targets):
-    """Regression targets with ``k`` outputs (columns of y), for the ridge statistics."""
-
-    def __init__(self, k: int):
-        super().__init__("regression")
-        self.k = k
-
-    @property
-    def n_outputs(self) -> int:
-        return self.k
-
-    def encode(self, y: np.ndarray) -> np.ndarray:
-        return np.asarray(y, dtype=np.float64).reshape(len(y), self.k)
-
-    def decode(self, scores: np.ndarray) -> np.ndarray:
-        return scores if self.k > 1 else scores[:, 0]
 
 
 class RandomFeatureRidge(RegressorMixin, _LinearBase):
@@ -289,33 +201,10 @@ class RandomFeatureRidge(RegressorMixin, _LinearBase):
 
     _model_kinds = ("krr",)
 
-    def __init__(
-        self,
-        kernel="gaussian",
-        n_features=1024,
-        bits=None,
-        quantizer=None,
-        gamma="auto",
-        standardize=False,
-        normalize_rows=False,
-        kernel_params=None,
-        alpha="auto",
-        normalized=False,
-        cv_folds=5,
-        random_state=0,
-    ):
-        self.kernel = kernel
-        self.n_features = n_features
-        self.bits = bits
-        self.quantizer = quantizer
-        self.gamma = gamma
-        self.standardize = standardize
-        self.normalize_rows = normalize_rows
-        self.kernel_params = kernel_params
-        self.alpha = alpha
-        self.normalized = normalized
-        self.cv_folds = cv_folds
-        self.random_state = random_state
+    def __init__(self, kernel="gaussian", n_features=1024, bits=None, quantizer=None, gamma="auto",
+                 standardize=False, normalize_rows=False, kernel_params=None, alpha="auto",
+                 normalized=False, cv_folds=5, random_state=0):  # fmt: skip
+        keep_params(self, locals())
 
     def fit(self, X, y):
         """Encode X and solve the ridge problem on its features (y: (n,) or (n, k))."""
@@ -324,15 +213,10 @@ class RandomFeatureRidge(RegressorMixin, _LinearBase):
                              ensure_min_samples=2)  # fmt: skip
         y = np.asarray(y, dtype=np.float64)
         self._y_2d = y.ndim == 2
-        Y = y.reshape(len(y), -1)
-        labels = None
-        if self.gamma == "search":
-            if Y.shape[1] != 1:
-                raise UsageError("gamma='search' needs one target (y of one column)")
-            labels = Y[:, 0]
         self.label_name_ = name
-        self.n_outputs_ = Y.shape[1]
-        _, report = self._train(X, Y, _Outputs(Y.shape[1]), "krr", labels)
+        self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
+        # one column is one output (a 1-D label); k columns, k outputs sharing alpha
+        report = self._train(X, y[:, 0] if self.n_outputs_ == 1 and self._y_2d else y, "krr")
         self.alpha_ = float(report["alpha"])
         return self
 
