@@ -193,6 +193,8 @@ CLI_PHRASES = [
      "normalize_rows", None),
     ("(give a numeric gamma)", "(give a numeric --gamma)", "gamma", None),
     ("(or drop the plot)", "(or drop --plot)", "plot_path", None),
+    ("use model krr", "use --model krr", "model", None),
+    ("(or task classification", "(or --task classification", "task", None),
 ]  # fmt: skip
 
 

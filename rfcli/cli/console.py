@@ -31,7 +31,7 @@ class UI:
 
     @property
     def show_progress(self) -> bool:
-        return not self.quiet and sys.stderr.isatty()
+        return not self.quiet and stderr_is_terminal()
 
     def info(self, msg: str) -> None:
         if not self.quiet:
@@ -51,62 +51,148 @@ class UI:
             t.add_row(*(str(x) for x in r))
         self.out.print(t)
 
-    def progress(self) -> RichProgress:
+    def progress(self):
+        """The jobs' :class:`rfcli.progress.Progress`: rich bars on stderr, or nothing with
+        ``-q`` or when stderr is not a terminal."""
+        if not self.show_progress:
+            from rfcli.progress import NullProgress
+
+            return NullProgress()
         return RichProgress(self)
 
 
-class _Task:
-    def __init__(self, prog, tid):
-        self.prog, self.tid = prog, tid
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def count_text(completed: float, total: float | None, unit: str, rate: float | None) -> str:
+    """``1,234/10,000 rows (5,678 rows/s)``, ``12/40 iterations``: a task's count."""
+    done = f"{completed:,.0f}"
+    text = f"{done}/{total:,.0f} {unit}" if total is not None else f"{done} {unit}"
+    if unit == "rows" and rate:
+        text += f" ({rate:,.0f} rows/s)"
+    return text
+
+
+def values_text(values: dict) -> str:
+    """``objective 5.06991e+04, passes 12``: a task's values (6 significant digits)."""
+
+    def fmt(v):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return str(v)
+        return f"{v:,}" if isinstance(v, int) else f"{v:.6g}"
+
+    return ", ".join(f"{k.replace('_', ' ')} {fmt(v)}" for k, v in values.items())
+
+
+def eta_text(seconds: float | None) -> str:
+    """``eta 0:01:23``; ``eta -:--:--`` while unknown."""
+    if seconds is None:
+        return "eta -:--:--"
+    s = int(round(seconds))
+    return f"eta {s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+class Rate:
+    """The recent rate of a count: over the samples of the last ``period`` seconds.  (rich's
+    own speed estimate restarts whenever a total changes, as an optimizer's estimated
+    total does at every iteration.)"""
+
+    def __init__(self, period: float = 30.0, clock=None):
+        import time
+        from collections import deque
+
+        self.period, self.clock = period, clock or time.monotonic
+        self.samples: deque = deque([(self.clock(), 0.0)])
+
+    def add(self, completed: float) -> float | None:
+        """Record the count now; the rate (per second), None before a second sample."""
+        now = self.clock()
+        self.samples.append((now, completed))
+        while len(self.samples) > 2 and self.samples[0][0] < now - self.period:
+            self.samples.popleft()
+        (t0, c0), (t1, c1) = self.samples[0], self.samples[-1]
+        return (c1 - c0) / (t1 - t0) if t1 > t0 and c1 > c0 else None
+
+
+class _RichTask:
+    def __init__(self, prog, tid, total):
+        import threading
+
+        self.prog, self.tid, self.total = prog, tid, total
+        self.completed = 0
+        self.rate = Rate()
+        self._lock = threading.Lock()  # a pass's threads advance it together
 
     def advance(self, n):
-        self.prog.advance(self.tid, n)
+        with self._lock:
+            self.completed += n
+            rate = self.rate.add(self.completed)
+            left = None
+            if rate and self.total is not None:
+                left = max(self.total - self.completed, 0) / rate
+            self.prog.update(self.tid, advance=n, rate=rate, eta=eta_text(left))
 
-
-class _NullTask:
-    def advance(self, n):
-        pass
+    def update(self, total=None, **values):
+        kw = {}
+        if total is not None:
+            self.total = kw["total"] = total
+        self.prog.update(self.tid, values=values_text(values), **kw)
 
 
 class RichProgress:
-    """Implements rfcli.progress.Progress with rich bars (rows, rows/s, ETA) on stderr."""
+    """Implements rfcli.progress.Progress with rich on stderr: one live display for the
+    tasks open at a time (a data pass inside an optimizer's iterations shows below them),
+    each with its bar, count (rows and rows/s, iterations, candidates), elapsed time,
+    remaining time (from its total, which an optimizer re-estimates, and its recent rate)
+    and values (an objective, the best candidate so far)."""
 
     def __init__(self, ui: UI):
         self.ui = ui
+        self._prog = None
+        self._open = 0
 
     @contextmanager
-    def task(self, description, total):
-        if not self.ui.show_progress:
-            yield _NullTask()
-            return
+    def task(self, description, total, unit="rows"):
+        prog = self._start()
+        tid = prog.add_task(description, total=total, unit=unit, values="", rate=None,
+                            eta=eta_text(None))  # fmt: skip
+        try:
+            yield _RichTask(prog, tid, total)
+        finally:
+            prog.remove_task(tid)
+            self._open -= 1
+            if self._open == 0:
+                self._prog = None
+                prog.stop()
+
+    def _start(self):
+        self._open += 1
+        if self._prog is not None:
+            return self._prog
         from rich.progress import (
             BarColumn,
-            MofNCompleteColumn,
             Progress,
-            TaskProgressColumn,
+            ProgressColumn,
             TextColumn,
             TimeElapsedColumn,
-            TimeRemainingColumn,
         )
+        from rich.text import Text
+
+        class CountColumn(ProgressColumn):
+            def render(self, task):
+                f = task.fields
+                text = count_text(task.completed, task.total, f["unit"], f["rate"])
+                return Text(text, no_wrap=True, overflow="ellipsis")
 
         cols = [
             TextColumn("{task.description}"),
             BarColumn(),
-            MofNCompleteColumn() if total else TextColumn("{task.completed:,.0f} rows"),
-            TextColumn("{task.fields[rate]}"),
-            TaskProgressColumn(),
+            CountColumn(),
             TimeElapsedColumn(),
-            TimeRemainingColumn(),
+            TextColumn("{task.fields[eta]}"),
+            TextColumn("{task.fields[values]}"),
         ]
-        with Progress(*cols, console=self.ui.err, transient=True) as prog:
-            tid = prog.add_task(description, total=total, rate="")
-            task = _RateTask(prog, tid)
-            yield task
-
-
-class _RateTask(_Task):
-    def advance(self, n):
-        super().advance(n)
-        t = self.prog.tasks[self.tid]
-        if t.elapsed:
-            self.prog.update(self.tid, rate=f"{t.completed / t.elapsed:,.0f} rows/s")
+        self._prog = Progress(*cols, console=self.ui.err, transient=True)
+        self._prog.start()
+        return self._prog

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import overwrite_option
+from rfcli.cli.options import check_overwrite, overwrite_option
 
 
 @cli.command("decode")
@@ -35,6 +35,7 @@ def decode_cmd(ui, store_path, output, normalized, chunk_rows, overwrite):
       rfcli decode train.rff.zarr -o features.npy
       rfcli decode train.rff.zarr -o - --normalized | head
     """
+    check_overwrite(click.get_current_context(), output)
     from rfcli.jobs.decode import decode
 
     n = decode(

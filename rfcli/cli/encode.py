@@ -12,17 +12,23 @@ from rfcli.cli.options import (
     CommaList,
     MemorySize,
     SectionedCommand,
+    check_bandwidth,
+    check_dask_on_nan,
     check_family_options,
+    check_scope,
     dask_settings,
+    deprecated_alias,
     engine_options,
     flag_of,
     flatten,
     given,
     glf_quadrature_options,
+    gp_kernel_option,
     json_option,
     map_family_options,
     overwrite_option,
     settings_from,
+    take_deprecated,
 )
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import Interrupted
@@ -36,7 +42,7 @@ ENCODE_SECTIONS = {
     **dict.fromkeys(("columns", "label", "ids", "fmt", "on_nan", "normalize_rows",
                      "standardize", "like"), "Input options"),
     **dict.fromkeys(("features", "kernel", "gamma", "seed", *MAP_FAMILY_OPTIONS, "gp_kernel",
-                     "tol", "lengthscale_bounds", "nodes", "cutoff"), "Map options"),
+                     "kernel_tol", "lengthscale_bounds", "nodes", "cutoff"), "Map options"),
     **dict.fromkeys(("bits", "quantizer", "quantizer_domain", "quantizer_file"),
                     "Quantizer options"),
     **dict.fromkeys(("output", "overwrite", "store_chunk_rows", "resume", "as_json"),
@@ -49,9 +55,9 @@ SECTION_ORDER = ("Input options", "Map options", "Quantizer options", "Output op
                  "Engine options", "General options")  # fmt: skip
 
 #: options of the Gauss-Legendre map only (--kernel glf)
-GLF_OPTIONS = ("gp_kernel", "tol", "lengthscale_bounds", "nodes", "cutoff")
-#: kernels with a bandwidth (--gamma)
-BANDWIDTH_KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52", "positive")
+GLF_OPTIONS = ("gp_kernel", "kernel_tol", "lengthscale_bounds", "nodes", "cutoff")
+#: old spellings kept for one release: hidden option -> the option it now is
+DEPRECATED = {"old_tol": "kernel_tol"}
 #: quantizers with a fixed number of bits per feature
 FIXED_BITS = {"sign": 1, "binary": 1, "ternary": 2, "trits": 1.6}
 #: what --like takes from the store: options that would be ignored with it
@@ -164,20 +170,8 @@ LIKE_FIXES = ("features", "kernel", "gamma", "seed", "bits", "quantizer", "quant
     show_default=True,
     help="Rows with NaN/inf features: fail, drop them, or set those values to 0.",
 )
-@click.option(
-    "--gp-kernel",
-    type=click.Choice(["gaussian", "matern12", "matern32", "matern52"]),
-    default="gaussian",
-    show_default=True,
-    help="--kernel glf: the GP kernel of the quadrature.",
-)
-@click.option(
-    "--tol",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=1e-3,
-    show_default=True,
-    help="--kernel glf: kernel error tolerance.",
-)
+@gp_kernel_option("--kernel glf: the GP kernel of the quadrature.")
+@deprecated_alias("--tol", "old_tol", type=click.FloatRange(0, 1, min_open=True, max_open=True))
 @click.option(
     "--memory",
     type=MemorySize(),
@@ -219,11 +213,18 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
       rfcli encode train.parquet --standardize --kernel ntk --depth 2 -m 2048 -b 2
       rfcli encode big.parquet -o big.rff.zarr --resume   # after Ctrl-C, kill or crash
       rfcli encode lake/events/ -o events.rff.zarr --engine dask --scheduler tcp://host:8786
+      rfcli encode co2.parquet --label y --standardize --kernel glf --gp-kernel matern32 \\
+          --kernel-tol 1e-4 -o co2.glf.zarr
     """
     ctx = click.get_current_context()
+    notes = take_deprecated(ctx, opts, DEPRECATED)
     _check_given(ctx, like, opts)
     check_family_options(ctx, opts["kernel"])
     _check_combinations(input_path, output, resume, engine, opts)
+    check_scope(ctx, ["threads"], engine == "local",
+                "the local engine (a Dask worker encodes on one thread per task)")  # fmt: skip
+    for note in notes:
+        ui.info(note)
     from rfcli.jobs.encode import encode
     from rfcli.memory import encode_malloc
 
@@ -292,11 +293,7 @@ def _check_given(ctx: click.Context, like, o: dict) -> None:
     for name in GLF_OPTIONS:
         if given(ctx, name) and kernel != "glf":
             raise UsageError(f"{flag_of(ctx, name)} applies to --kernel glf, not {kernel}")
-    if given(ctx, "gamma") and kernel not in BANDWIDTH_KERNELS:
-        raise UsageError(
-            f"--gamma applies to the kernels with a bandwidth ({', '.join(BANDWIDTH_KERNELS)}), "
-            f"not {kernel}"
-        )
+    check_bandwidth(ctx, kernel)
     q, bits = o["quantizer"], o["bits"]
     if bits == "none":
         if q not in (None, "none"):
@@ -349,11 +346,7 @@ def _check_combinations(input_path, output, resume, engine, o: dict) -> None:
             "--resume needs a local output store (a URL store is written in place, not as "
             "a partial store)"
         )
-    if engine == "dask" and o["on_nan"] == "drop":
-        raise UsageError(
-            "--engine dask needs every input row to keep its place: use --on-nan error or "
-            "zero (or the local engine for drop)"
-        )
+    check_dask_on_nan(engine, o["on_nan"])
     if o["kernel"] == "positive" and o["hyperbolic"] and o["features"] % 2:
         raise UsageError(f"--hyperbolic needs an even -m, got {o['features']}")
 
@@ -364,7 +357,7 @@ def _encode_settings(o: dict) -> EncodeSettings:
         map_options.update(
             glf_kernel=o["gp_kernel"],
             lengthscale_bounds=o["lengthscale_bounds"],
-            tol=o["tol"],
+            tol=o["kernel_tol"],
             nodes=o["nodes"],
             cutoff=o["cutoff"],
         )

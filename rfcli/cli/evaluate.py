@@ -6,12 +6,18 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import (
+    check_dask_on_nan,
     check_model_and_data,
+    check_raw_input,
+    check_scope,
     dask_settings,
     engine_options,
     json_option,
     nan_option,
 )
+
+#: the options of --kernel-error (the others are those of evaluating a model)
+KERNEL_ERROR_OPTIONS = ("raw", "rows")
 
 
 @cli.command("evaluate")
@@ -53,13 +59,16 @@ def evaluate_cmd(
     """
     from rfcli.errors import UsageError
 
+    ctx = click.get_current_context()
+    check_scope(ctx, KERNEL_ERROR_OPTIONS, kernel_error, "--kernel-error")
+    check_scope(ctx, ("on_nan", "engine"), not kernel_error,
+                "evaluating a model, not --kernel-error (a row sample, read locally)")  # fmt: skip
+    dask = dask_settings(engine, scheduler, workers)
     if kernel_error:
         from rfcli.jobs.kernel_error import kernel_error_report
 
         if raw is None or test_path is not None:
             raise UsageError("--kernel-error takes one STORE and --data RAW_INPUT")
-        if engine == "dask":
-            raise UsageError("--kernel-error runs locally (on a row sample); drop --engine dask")
         out = kernel_error_report(first, raw, rows=rows, progress=ui.progress())
     else:
         from rfcli.jobs.evaluate import evaluate
@@ -67,15 +76,14 @@ def evaluate_cmd(
         if test_path is None:
             raise UsageError("evaluate needs MODEL and TEST (or --kernel-error STORE --data RAW)")
         check_model_and_data(first, test_path, "evaluate MODEL TEST")
-        if engine == "dask" and on_nan == "drop":
-            raise UsageError("--engine dask keeps every row in its place: use --on-nan error or "
-                             "zero (or the local engine for drop)")  # fmt: skip
+        check_raw_input(ctx, test_path)
+        check_dask_on_nan(engine, on_nan)
         out = evaluate(
             first,
             test_path,
             progress=ui.progress(),
             engine=engine,
-            dask=dask_settings(engine, scheduler, workers),
+            dask=dask,
             on_nan=on_nan,
         )
     if as_json:

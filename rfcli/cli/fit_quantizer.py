@@ -5,11 +5,14 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import overwrite_option
+from rfcli.cli.options import check_overwrite, check_scope, overwrite_option
 from rfcli.errors import UsageError
 from rfcli.io.jsonfile import write_json
 from rfcli.quantize import DESIGNABLE, make_quantizer
 from rfcli.quantize.lloyd_max import arcsine_distortion
+
+#: the kinds that draw random numbers (--seed): stochastic rounding, the empirical sample
+SEEDED = ("stoc", "empirical")
 
 
 @cli.command("fit-quantizer")
@@ -80,6 +83,11 @@ def fit_quantizer_cmd(
       rfcli fit-quantizer --kind empirical -b 2 --map float.zarr train.parquet -o q.json
       rfcli encode train.parquet --kernel positive --quantizer-file q.json
     """
+    ctx = click.get_current_context()
+    check_overwrite(ctx, output)
+    check_scope(ctx, ("sample", "domain"), kind == "empirical", "--kind empirical (fitted)")
+    drawn = f"--kind {'/'.join(SEEDED)} (the kinds with random draws), not {kind}"
+    check_scope(ctx, ["seed"], kind in SEEDED, drawn)
     if kind == "empirical":
         if not map_path or not input_path:
             raise UsageError("--kind empirical needs --map STORE_OR_MODEL and INPUT")

@@ -104,6 +104,21 @@ class SectionedCommand(click.Command):
                     formatter.write_dl(groups[title])
 
 
+class AlsoSpelled(click.Option):
+    """An option whose help shows another flag beside its own (``-m, --features``): a hidden
+    option of the same meaning, merged by the command (see ``rfcli train``'s -m)."""
+
+    def __init__(self, *args, also: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.also = also
+
+    def get_help_record(self, ctx):
+        rec = super().get_help_record(ctx)
+        if rec is None:
+            return rec
+        return rec[0].replace(self.opts[0], f"{self.opts[0]}, {self.also}", 1), rec[1]
+
+
 class MemorySize(click.ParamType):
     """A memory budget such as ``512M`` or ``2G``, in bytes."""
 
@@ -138,6 +153,15 @@ def nan_option(f):
         show_default=True,
         help="Raw input rows with NaN/inf features: fail, drop them, or set those values to 0.",
     )(f)
+
+
+def check_dask_on_nan(engine: str, on_nan: str) -> None:
+    """``--on-nan drop`` needs the local engine (a Dask task's rows keep their places)."""
+    from rfcli.errors import UsageError
+
+    if engine == "dask" and on_nan == "drop":
+        raise UsageError("--engine dask keeps every row in its place: use --on-nan error or "
+                         "zero (or the local engine for drop)")  # fmt: skip
 
 
 def check_model_and_data(model: str, data: str, usage: str) -> None:
@@ -193,8 +217,24 @@ class NumberList(click.ParamType):
         return out
 
 
+#: the GP kernels (encode --gp-kernel with --kernel glf, train --model gpr --gp-kernel)
+GP_KERNELS = ("gaussian", "matern12", "matern32", "matern52")
+
+
+def gp_kernel_option(help: str):
+    """--gp-kernel (encode, train)."""
+    return click.option(
+        "--gp-kernel",
+        type=click.Choice(GP_KERNELS),
+        default="gaussian",
+        show_default=True,
+        help=help,
+    )
+
+
 def glf_quadrature_options(f):
-    """--lengthscale-bounds, --nodes, --cutoff: the Gauss-Legendre quadrature (encode, train)."""
+    """--lengthscale-bounds, --kernel-tol, --nodes, --cutoff: the Gauss-Legendre quadrature
+    (encode, train)."""
     f = click.option(
         "--cutoff",
         type=NumberList(float, lambda v: 0 < v < math.inf, "positive numbers"),
@@ -204,6 +244,14 @@ def glf_quadrature_options(f):
         "--nodes",
         type=NumberList(int, lambda v: v >= 2 and v % 2 == 0, "even integers >= 2"),
         help="GLF: Gauss-Legendre nodes per dimension (even), e.g. 64,64.",
+    )(f)
+    f = click.option(
+        "--kernel-tol",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=1e-3,
+        show_default=True,
+        help="GLF: the kernel error the quadrature must meet (at the optimum for train, in "
+        "units of the signal variance).",
     )(f)
     return click.option(
         "--lengthscale-bounds",
@@ -285,12 +333,103 @@ def given(ctx: click.Context, name: str) -> bool:
     return src in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 
+#: ``ctx.meta`` key: the options given in an old spelling (name -> the flag typed)
+_SPELLED = "rfcli.spelled"
+
+
 def flag_of(ctx: click.Context, name: str) -> str:
-    """The option's flags (``-m/--features``) for messages."""
+    """The option's flags (``-m/--features``) for messages; the old spelling when that is
+    what was typed (:func:`take_deprecated`)."""
+    spelled = ctx.meta.get(_SPELLED, {})
+    if name in spelled:
+        return spelled[name]
     for p in ctx.command.params:
         if p.name == name:
             return "/".join(p.opts)
     return "--" + name.replace("_", "-")
+
+
+def _long_flag(ctx: click.Context, name: str) -> str:
+    p = next(p for p in ctx.command.params if p.name == name)
+    return next((o for o in p.opts if o.startswith("--")), p.opts[0])
+
+
+def deprecated_alias(old_flag: str, name: str, **kw):
+    """A hidden option: the old spelling ``old_flag`` of another option, kept for one release
+    (the command moves its value with :func:`take_deprecated`)."""
+    return click.option(old_flag, name, hidden=True, default=None, **kw)
+
+
+def deprecation_note(old: str, new: str) -> str:
+    return f"note: {old} is deprecated, use {new} (the old spelling goes in the next release)"
+
+
+def respell(ctx: click.Context, opts: dict, old: str, new: str, value, old_flag: str,
+            deprecated: bool = True) -> str:  # fmt: skip
+    """``old_flag`` (the parameter ``old``) was given meaning the option ``new``: its value
+    moves there (refused when ``new`` is given too), ``new`` counts as given, and messages
+    name ``old_flag``.  Returns the deprecation note (``deprecated``: an old spelling, else
+    another spelling of the same option)."""
+    from rfcli.errors import UsageError
+
+    new_flag = _long_flag(ctx, new)
+    if given(ctx, new):
+        what = "is the old spelling of" if deprecated else "is the same option as"
+        raise UsageError(f"{old_flag} {what} {new_flag}: give only {new_flag}")
+    opts[new] = value
+    ctx.set_parameter_source(new, ctx.get_parameter_source(old))
+    ctx.meta.setdefault(_SPELLED, {})[new] = old_flag
+    return deprecation_note(old_flag, new_flag)
+
+
+def take_deprecated(ctx: click.Context, opts: dict, aliases: dict[str, str]) -> list[str]:
+    """The old spellings (``aliases``: parameter of the hidden option -> parameter of the
+    option it spells) given: their values move to the new options in ``opts``
+    (:func:`respell`).  Returns the deprecation notes, to print once the options have been
+    checked (so that an error stays one line)."""
+    notes = []
+    for old, new in aliases.items():
+        value = opts.pop(old, None)
+        if given(ctx, old):
+            notes.append(respell(ctx, opts, old, new, value, _long_flag(ctx, old)))
+    return notes
+
+
+def check_scope(ctx: click.Context, names, applies: bool, where: str) -> None:
+    """Options among ``names`` given on the command line (or in the environment) where they
+    do not apply (``applies`` false) are refused in one line: ``{flag} applies to {where}``
+    (never silently ignored)."""
+    from rfcli.errors import UsageError
+
+    if applies:
+        return
+    for n in names:
+        if given(ctx, n):
+            raise UsageError(f"{flag_of(ctx, n)} applies to {where}")
+
+
+#: kernels with a bandwidth (--gamma)
+BANDWIDTH_KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52", "positive")
+
+
+def check_bandwidth(ctx: click.Context, kernel: str) -> None:
+    """``--gamma`` for a kernel without a bandwidth (encode, sweep)."""
+    kernels = ", ".join(BANDWIDTH_KERNELS)
+    where = f"the kernels with a bandwidth ({kernels}), not {kernel}"
+    check_scope(ctx, ["gamma"], kernel in BANDWIDTH_KERNELS, where)
+
+
+def check_overwrite(ctx: click.Context, output: str) -> None:
+    """``--overwrite`` with ``-o -``: stdout is not a file to replace."""
+    check_scope(ctx, ["overwrite"], output != "-", "an output file, not stdout (-o -)")
+
+
+def check_raw_input(ctx: click.Context, data: str, names=("on_nan",)) -> None:
+    """Options of raw input (``--on-nan``) given with a store (encoded rows, no NaN)."""
+    from rfcli.io import location
+
+    check_scope(ctx, names, not location.is_store(data),
+                "raw input, not a store (its rows are encoded already)")  # fmt: skip
 
 
 def check_family_options(ctx: click.Context, kernel: str) -> None:
@@ -335,6 +474,19 @@ def engine_options(f):
 
 
 def dask_settings(engine: str, scheduler: str | None, workers: int):
+    """The Dask settings of ``--engine dask``; ``--scheduler`` (typed, not from
+    $DASK_SCHEDULER_ADDRESS) or ``--workers`` with the local engine, and ``--workers`` with a
+    scheduler (whose cluster has its own workers), are refused."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        typed = ctx.get_parameter_source("scheduler") == ParameterSource.COMMANDLINE
+        if typed and engine != "dask":
+            check_scope(ctx, ["scheduler"], False, "--engine dask")
+        check_scope(ctx, ["workers"], engine == "dask", "--engine dask")
+        check_scope(ctx, ["workers"], scheduler is None,
+                    "the local cluster started without --scheduler")  # fmt: skip
     if engine != "dask":
         return None
     from rfcli.engines.dask import DaskSettings

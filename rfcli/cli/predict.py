@@ -6,7 +6,10 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import (
+    check_dask_on_nan,
     check_model_and_data,
+    check_overwrite,
+    check_raw_input,
     dask_settings,
     engine_options,
     json_option,
@@ -55,12 +58,13 @@ def predict_cmd(ui, model_path, input_path, output, ids, on_nan, overwrite, as_j
     from rfcli.errors import UsageError
 
     check_model_and_data(model_path, input_path, "predict MODEL INPUT")
+    ctx = click.get_current_context()
+    check_overwrite(ctx, output)
+    check_raw_input(ctx, input_path)
     if as_json and output == "-":
         raise UsageError("--json prints its summary on stdout: write the predictions to a "
                          "file with -o")  # fmt: skip
-    if engine == "dask" and on_nan == "drop":
-        raise UsageError("--engine dask keeps every row in its place: use --on-nan error or "
-                         "zero (or the local engine for drop)")  # fmt: skip
+    check_dask_on_nan(engine, on_nan)
     from rfcli.jobs.predict import predict
 
     res = predict(

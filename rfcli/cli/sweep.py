@@ -5,7 +5,14 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import AutoFloat, CommaList, flatten, overwrite_option
+from rfcli.cli.options import (
+    AutoFloat,
+    CommaList,
+    check_bandwidth,
+    check_scope,
+    flatten,
+    overwrite_option,
+)
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.io.settings import ReadSettings
 from rfcli.maps import KERNELS
@@ -16,31 +23,54 @@ from rfcli.maps import KERNELS
 @click.argument("test_path", metavar="TEST")
 @click.option("--model", type=click.Choice(["svm", "krr"]), required=True)
 @click.option("--label", required=True, help="Target column.")
-@click.option("--bits", type=CommaList(), multiple=True, default=["1,2,4,none"], show_default=True)
 @click.option(
+    "-b",
+    "--bits",
+    type=CommaList(),
+    metavar="LIST",
+    multiple=True,
+    default=["1,2,4,none"],
+    show_default=True,
+    help="The values of encode's -b/--bits to sweep ('none' = float32).",
+)
+@click.option(
+    "-m",
     "--features",
     type=CommaList(),
+    metavar="LIST",
     multiple=True,
     default=["256,1024,4096"],
     show_default=True,
-    help="The values of m to sweep, a list (encode's -m/--features is one count).",
+    help="The values of encode's -m/--features (the number of features m) to sweep.",
 )
 @click.option(
     "--quantizer",
     "quantizers",
     type=CommaList(),
+    metavar="LIST",
     multiple=True,
     default=["lm,stoc"],
     show_default=True,
+    help="The quantizers of bits 1-8 to sweep.",
 )
 @click.option("--kernel", type=click.Choice(KERNELS), default="gaussian", show_default=True)
-@click.option("--gamma", type=AutoFloat(), default="auto", show_default=True)
+@click.option(
+    "--gamma",
+    type=AutoFloat(),
+    default="auto",
+    show_default=True,
+    help="As encode's (fitted once, on the first store, and shared).",
+)
 @click.option("--normalize-rows", is_flag=True)
 @click.option("--standardize", is_flag=True)
 @click.option("--normalized", is_flag=True, help="Train on normalized rows.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("-C", "C", type=AutoFloat(), default="auto", show_default=True)
-@click.option("--alpha", type=AutoFloat(), default="auto", show_default=True)
+@click.option(
+    "-C", "C", type=AutoFloat(), default="auto", show_default=True, help="svm: as train's."
+)
+@click.option(
+    "--alpha", type=AutoFloat(), default="auto", show_default=True, help="krr: as train's."
+)
 @click.option("-o", "--output", help="Results table (.parquet, .csv or .npy), checked first.")
 @click.option(
     "--plot",
@@ -86,6 +116,12 @@ def sweep_cmd(
     """
     import os
 
+    ctx = click.get_current_context()
+    check_scope(ctx, ["C"], model == "svm", f"--model svm, not {model}")
+    check_scope(ctx, ["alpha"], model == "krr", f"--model krr, not {model}")
+    check_bandwidth(ctx, kernel)
+    check_scope(ctx, ["keep"], workdir is not None, "--workdir (the directory that keeps them)")
+    check_scope(ctx, ["overwrite"], bool(output or plot_path), "-o or --plot (an output file)")
     from rfcli.io.writers import check_output_path, output_format
     from rfcli.jobs.sweep import check_plot, parse_bits, plot, sweep
     from rfcli.jobs.train import TrainSettings
@@ -104,6 +140,9 @@ def sweep_cmd(
         raise click.BadParameter("--features must be integers") from None
     if not feats or min(feats) < 1:
         raise click.BadParameter("--features must be integers >= 1")
+    bit_values = parse_bits(flatten(bits), "--bits")
+    check_scope(ctx, ["quantizers"], any(b != "none" for b in bit_values),
+                "bits 1-8, not --bits none alone (32-bit floats)")  # fmt: skip
     metric = "accuracy" if model == "svm" else None
 
     def show(row):
@@ -117,7 +156,7 @@ def sweep_cmd(
     results = sweep(
         train_path,
         test_path,
-        bits=parse_bits(flatten(bits), "--bits"),
+        bits=bit_values,
         features=feats,
         quantizers=flatten(quantizers),
         encode_settings=EncodeSettings(
@@ -134,6 +173,7 @@ def sweep_cmd(
         workdir=workdir,
         keep=keep,
         on_result=show,
+        progress=ui.progress(),
     )
     key = "accuracy" if "accuracy" in results[0] else "mse"
     ui.table(

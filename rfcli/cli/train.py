@@ -6,38 +6,123 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import (
+    AlsoSpelled,
     AutoFloat,
     MemorySize,
     Pair,
     SectionedCommand,
+    check_dask_on_nan,
+    check_scope,
     dask_settings,
+    deprecated_alias,
     engine_options,
     flag_of,
     given,
     glf_quadrature_options,
+    gp_kernel_option,
     json_option,
+    nan_option,
     overwrite_option,
+    respell,
     settings_from,
+    take_deprecated,
 )
 
 #: the options of each model (the others are refused, never silently ignored)
 MODEL_OPTIONS = {
-    "svm": ("normalized", "C", "loss", "cv_folds", "max_iter", "tol", "cache_mb", "memory"),
+    "svm": ("normalized", "C", "loss", "task", "cv_folds", "max_iter", "tol", "cache_mb",
+            "memory"),
     "krr": ("normalized", "alpha", "task", "cv_folds", "memory"),
-    "gpr": ("label", "gp_features", "kernel", "learn", "ard", "noise_bounds", "lengthscale",
-            "n_features", "standardize", "tol", "lengthscale_bounds", "nodes", "cutoff"),
+    "gpr": ("label", "on_nan", "standardize", "gp_features", "n_features", "gp_kernel", "learn",
+            "ard", "noise_bounds", "lengthscale", "lengthscale_bounds", "kernel_tol", "nodes",
+            "cutoff"),
 }  # fmt: skip
+#: gpr options that apply to raw INPUT only (a store's label, preprocessing and map are fixed)
+GPR_RAW_ONLY = ("label", "on_nan", "standardize", "gp_features", "n_features", "gp_kernel",
+                "kernel_tol", "nodes", "cutoff")  # fmt: skip
+#: gpr options of Gauss-Legendre features (the map's quadrature, ARD)
+GPR_GLF_ONLY = ("ard", "kernel_tol", "nodes", "cutoff")
+#: old spellings kept for one release: hidden option -> the option it now is (and --tol
+#: with --model gpr: --kernel-tol; -m/--features glf|rff: --gp-features)
+DEPRECATED = {"old_kernel": "gp_kernel"}
 _SECTION = {"svm": "SVM options", "krr": "KRR options", "gpr": "GP regression options"}
 TRAIN_SECTIONS = {
-    **{n: "svm and krr options" for n in ("normalized", "cv_folds", "memory")},
-    **{n: _SECTION["svm"] for n in ("C", "loss", "max_iter", "cache_mb")},
-    **{n: _SECTION["krr"] for n in ("alpha", "task")},
-    **{n: _SECTION["gpr"] for n in MODEL_OPTIONS["gpr"] if n != "tol"},
-    "tol": "svm and gpr options",
+    **{n: "svm and krr options" for n in ("normalized", "task", "cv_folds", "memory")},
+    **{n: _SECTION["svm"] for n in ("C", "loss", "max_iter", "tol", "cache_mb")},
+    "alpha": _SECTION["krr"],
+    **{n: _SECTION["gpr"] for n in MODEL_OPTIONS["gpr"]},
     **dict.fromkeys(("engine", "scheduler", "workers"), "Engine options"),
 }
-TRAIN_ORDER = ("svm and krr options", "SVM options", "KRR options", "svm and gpr options",
-               "GP regression options", "Engine options")  # fmt: skip
+TRAIN_ORDER = ("svm and krr options", "SVM options", "KRR options", "GP regression options",
+               "Engine options")  # fmt: skip
+
+
+class FeatureWord(click.IntRange):
+    """--features: the long form of -m (a number of features >= 1), or ``glf``/``rff``: the
+    old spelling of --gp-features (one release), passed through as text."""
+
+    name = "integer"
+
+    def __init__(self):
+        super().__init__(min=1)
+
+    def convert(self, value, param, ctx):
+        if value in ("glf", "rff"):
+            return value
+        return super().convert(value, param, ctx)
+
+
+def take_old_spellings(ctx: click.Context, model: str, o: dict) -> list[str]:
+    """The old spellings of one release: ``--kernel`` (now --gp-kernel), ``--features
+    glf|rff`` (now --gp-features) and ``--tol`` with --model gpr (now --kernel-tol; --tol is
+    the SVM's).  Their values move to the new options; returns the deprecation notes."""
+    from click.core import ParameterSource
+
+    from rfcli.errors import UsageError
+
+    notes = take_deprecated(ctx, o, DEPRECATED)
+    word = o.pop("features_arg")
+    if given(ctx, "features_arg"):
+        if word in ("glf", "rff"):
+            notes.append(respell(ctx, o, "features_arg", "gp_features", word, "--features"))
+        else:  # the long form of -m
+            respell(ctx, o, "features_arg", "n_features", word, "--features", deprecated=False)
+    if model == "gpr" and given(ctx, "tol"):
+        if not 0 < o["tol"] < 1:
+            raise UsageError(f"--tol (now --kernel-tol) must be in (0, 1), got {o['tol']:g}")
+        note = respell(ctx, o, "tol", "kernel_tol", o["tol"], "--tol")
+        ctx.set_parameter_source("tol", ParameterSource.DEFAULT)
+        notes.append(note.replace("--tol is", "--tol with --model gpr is"))
+    return notes
+
+
+def check_gpr_options(ctx: click.Context, input_path: str, o: dict) -> None:
+    """The gpr options that apply to this use: raw INPUT or a store (its map fixed), GLF or
+    RFF features, learned or fixed hyperparameters; the others are refused."""
+    from rfcli.io import location
+
+    store = location.is_store(input_path)
+    check_scope(ctx, GPR_RAW_ONLY, not store,
+                "raw INPUT, not a store (its label, preprocessing and map are used)")  # fmt: skip
+    if store:
+        from rfcli.io.store import FeatureStore
+
+        kind = "glf" if FeatureStore(input_path).encoder.fmap.kind == "glf" else "rff"
+        check_scope(ctx, ("ard", "lengthscale_bounds", "lengthscale"), kind == "glf",
+                    "raw INPUT or a GLF store, not a store of random Fourier features (its "
+                    "lengthscale is fixed)")  # fmt: skip
+    else:
+        kind = o["gp_features"]
+        check_scope(ctx, GPR_GLF_ONLY, kind == "glf", f"--gp-features glf, not {kind}")
+        check_scope(ctx, ["n_features"], kind == "rff", f"--gp-features rff, not {kind}")
+    check_scope(ctx, ["noise_bounds"], o["learn"], "--learn (--no-learn fixes the noise)")
+    check_scope(ctx, ["lengthscale"], not o["learn"],
+                "--no-learn (--learn learns the lengthscale)")  # fmt: skip
+    # with --no-learn the bounds give the lengthscale (their geometric midpoint) or the
+    # range a hand-made rule (--nodes) serves; a --lengthscale given leaves them nothing
+    bounds_used = o["learn"] or o["lengthscale"] is None or o["nodes"] is not None
+    where = "learning, or --no-learn without --lengthscale (whose midpoint it gives)"
+    check_scope(ctx, ["lengthscale_bounds"], bounds_used, where)
 
 
 def check_model_options(ctx: click.Context, model: str) -> None:
@@ -92,7 +177,8 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 @click.option(
     "--task",
     type=click.Choice(["classification", "regression"]),
-    help="krr target (default: from the label type).",
+    help="The target: one-hot classes or numbers (default: from the label type; svm: "
+    "classification only, e.g. of class codes stored as real numbers).",
 )
 @click.option(
     "--cv-folds",
@@ -107,7 +193,7 @@ def check_model_options(ctx: click.Context, model: str) -> None:
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Seed (cross-validation folds, RFF draws).",
+    help="Seed of every random draw (cross-validation folds, the GP's row sample, RFF).",
 )
 @click.option(
     "--max-iter",
@@ -119,9 +205,10 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 @click.option(
     "--tol",
     type=click.FloatRange(min=0),
-    default=None,
-    help="svm: relative objective reduction to stop (1e-7); gpr/glf: kernel error "
-    "tolerance of the quadrature (1e-3).",
+    default=1e-7,
+    show_default=True,
+    help="SVM optimizer: stop when the relative objective reduction is below this (the "
+    "quadrature's tolerance of gpr is --kernel-tol).",
 )
 @click.option(
     "--cache-mb",
@@ -131,21 +218,17 @@ def check_model_options(ctx: click.Context, model: str) -> None:
     "packed codes; 0 re-reads the store every pass [default: min(2048, physical memory/4)].",
 )
 @click.option("--label", help="gpr from raw INPUT: the target column.")
+@nan_option
 @click.option(
-    "--features",
-    "gp_features",
+    "--gp-features",
     type=click.Choice(["glf", "rff"]),
     default="glf",
     show_default=True,
-    help="gpr: Gauss-Legendre or random Fourier features.",
+    help="gpr from raw INPUT: Gauss-Legendre or random Fourier features.",
 )
-@click.option(
-    "--kernel",
-    type=click.Choice(["gaussian", "matern12", "matern32", "matern52"]),
-    default="gaussian",
-    show_default=True,
-    help="gpr kernel.",
-)
+@gp_kernel_option("gpr from raw INPUT: the GP kernel.")
+@deprecated_alias("--kernel", "old_kernel", type=click.Choice(["gaussian", "matern12",
+                  "matern32", "matern52"]))  # fmt: skip
 @click.option(
     "--learn/--no-learn",
     default=True,
@@ -158,7 +241,7 @@ def check_model_options(ctx: click.Context, model: str) -> None:
     type=Pair(),
     default="1e-6,10",
     show_default=True,
-    help="gpr: noise variance range (standardized targets).",
+    help="gpr --learn: noise variance range (standardized targets).",
 )
 @click.option(
     "--lengthscale",
@@ -168,11 +251,14 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 @click.option(
     "-m",
     "n_features",
+    cls=AlsoSpelled,
+    also="--features",
     type=click.IntRange(min=1),
     default=1024,
     show_default=True,
-    help="gpr rff: features.",
+    help="gpr --gp-features rff: number of random features m (as encode's -m).",
 )
+@click.option("--features", "features_arg", type=FeatureWord(), hidden=True)
 @click.option(
     "--standardize/--no-standardize",
     default=True,
@@ -207,21 +293,30 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
     Examples:
       rfcli train train.rff.zarr --model svm -o svm.npz
       rfcli train train.rff.zarr --model krr --alpha auto -o krr.npz
-      rfcli train co2.train.parquet --model gpr --label y --features glf -o gp.npz
+      rfcli train co2.train.parquet --model gpr --label y -o gp.npz
+      rfcli train quakes.train.parquet --model gpr --label y --gp-features rff -m 2048 \\
+          --gp-kernel matern32 -o gp-rff.npz
       rfcli train s3://lake/events.rff.zarr --model svm -o s3://lake/svm.npz \\
           --engine dask --scheduler tcp://host:8786
     """
-    check_model_options(click.get_current_context(), model)
+    ctx = click.get_current_context()
+    notes = take_old_spellings(ctx, model, opts)
+    check_model_options(ctx, model)
+    if model == "gpr":
+        check_gpr_options(ctx, input_path, opts)
+        check_dask_on_nan(engine, opts["on_nan"])
+    else:
+        value = "-C" if model == "svm" else "--alpha"
+        check_scope(ctx, ["cv_folds"], opts[value.strip("-")] == "auto",
+                    f"{value} auto (here {value} is given)")  # fmt: skip
     from rfcli.memory import steady_malloc
 
-    steady_malloc()  # many passes: reuse heap pages, peak memory flat (see its docstring)
     run = dict(overwrite=overwrite, engine=engine, dask=dask_settings(engine, scheduler, workers),
                progress=ui.progress())  # fmt: skip
+    for note in notes:
+        ui.info(note)
+    steady_malloc()  # many passes: reuse heap pages, peak memory flat (see its docstring)
     if model == "gpr":
-        if opts["ard"] and opts["gp_features"] == "rff":
-            from rfcli.errors import UsageError
-
-            raise UsageError("--ard needs --features glf (RFF-GPR learns one lengthscale)")
         report = _train_gpr(ui, input_path, output, opts, run)
     else:
         report = _train_linear(ui, input_path, model, output, opts, run)
@@ -236,7 +331,6 @@ def _train_linear(ui, input_path, model, output, o, run) -> None:
         TrainSettings,
         o,
         model=model,
-        tol=1e-7 if o["tol"] is None else o["tol"],
         cache_bytes=None if o["cache_mb"] is None else o["cache_mb"] << 20,
     )
     res = train(input_path, output, settings, **run)
@@ -305,9 +399,10 @@ def _train_gpr(ui, input_path, output, o, run) -> None:
     from rfcli.jobs.train_gpr import GPRSettings, train_gpr
 
     s = settings_from(
-        GPRSettings, o, features=o["gp_features"], tol=1e-3 if o["tol"] is None else o["tol"]
+        GPRSettings, o, features=o["gp_features"], kernel=o["gp_kernel"], tol=o["kernel_tol"]
     )
-    r = train_gpr(input_path, output, s, ReadSettings(label=o["label"]), **run).report
+    read = ReadSettings(label=o["label"], on_nan=o["on_nan"])
+    r = train_gpr(input_path, output, s, read, **run).report
     _gpr_lines(ui, r, output)
     return r
 

@@ -17,17 +17,23 @@ folds' solutions."""
 from __future__ import annotations
 
 import numbers
+import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from rfcli.encoder import Encoder
+from rfcli.encoder_fit import EncodeSettings
 from rfcli.engines import open_engine
 from rfcli.errors import InputError, OutputError, ParameterTypeError, UsageError, check_int
 from rfcli.io import location
+from rfcli.io.encoded import EncodedInput
+from rfcli.io.readers import ReadSettings, attach_label, open_source
 from rfcli.io.store import FeatureStore
+from rfcli.jobs.encode import fit_on_source, for_engine
 from rfcli.learn.data import StoreData, default_cache_bytes, fold_ids
 from rfcli.learn.linear import LinearModel
 from rfcli.learn.model_file import save_model
@@ -76,11 +82,22 @@ class TrainSettings:
 @dataclass
 class TrainResult:
     """What a train job returns (svm, krr and gpr alike): the model, its training report
-    (also stored in the model file) and the wall time."""
+    (also stored in the model file), the wall time, the encoder the model's features come
+    from and what the model file records it was trained on (``trained_on``: the store or
+    input, the label column).  :meth:`save` writes the model file; ``rfcli.predict`` and
+    ``rfcli.evaluate`` take the result itself as well as a model file."""
 
     model: LinearModel
     report: dict[str, Any]
     seconds: float
+    encoder: Encoder | None = None
+    trained_on: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, path: str, *, overwrite: bool = False) -> str:
+        """Write the model file (JSON and arrays, no pickle) that ``rfcli predict`` uses."""
+        save_model(path, self.model, self.encoder, {"trained_on": self.trained_on},
+                   overwrite=overwrite)  # fmt: skip
+        return path
 
 
 def check_output(output: str | None, overwrite: bool) -> None:
@@ -109,18 +126,33 @@ def _check(settings: TrainSettings) -> None:
 
 
 def train(
-    store_path: str,
-    output: str | None,
+    store_path,
+    output: str | None = None,
     settings: TrainSettings | None = None,
+    read: ReadSettings | None = None,
     *,
+    encode: EncodeSettings | None = None,
+    y=None,
     overwrite: bool = False,
     engine: str = "local",
     dask=None,
     progress: Progress | None = None,
     threads: int | None = None,
 ) -> TrainResult:
-    """Train an SVM or KRR model on a store; write it to ``output`` (if given).
-    ``engine="dask"`` runs the passes on a Dask cluster (``dask``: its
+    """Train an SVM or KRR model on a store, or on raw input encoded on the fly; write it
+    to ``output`` (if given).
+
+    Raw input: in-memory data (a 2-D NumPy array, a pandas DataFrame, a pyarrow Table)
+    or a Parquet path, with its label column ``read.label`` or the label ``y`` given
+    apart (2-D for several krr regression outputs, which a model file cannot hold); the
+    encoder ``encode`` describes (default :class:`~rfcli.encoder_fit.EncodeSettings`) is
+    fitted on it as :func:`rfcli.jobs.encode.encode` fits it, and every pass encodes the
+    rows again or keeps them in memory, as the passes over the store that ``encode``
+    would write keep that store's (:class:`rfcli.io.encoded.EncodedInput`): the model is
+    the one ``encode`` + ``train`` give, and the result carries the encoder.  The local
+    engine only.
+
+    ``engine="dask"`` runs the passes over a store on a Dask cluster (``dask``: its
     :class:`~rfcli.engines.dask.DaskSettings`); ``threads``: the local engine's cores
     (default: the available cores, at most 8)."""
     settings = settings or TrainSettings()
@@ -130,12 +162,65 @@ def train(
     progress = progress or NullProgress()
     check_output(output, overwrite)
     t0 = time.perf_counter()
-    store = FeatureStore(store_path)
+    store, trained_on = _training_store(store_path, output, read, encode, y, engine, progress,
+                                        threads)  # fmt: skip
+    try:
+        return _train_store(store, trained_on, output, settings, overwrite, engine, dask,
+                            progress, threads, t0)  # fmt: skip
+    finally:
+        if isinstance(store, EncodedInput):
+            store.source.close()
+
+
+def _training_store(data, output, read, encode, y, engine, progress, threads):
+    """The store to train on, or raw input as one (:class:`EncodedInput`, its encoder
+    fitted now), and what the model file records it as."""
+    if location.is_path(data) and encode is None and y is None:
+        if read is not None:
+            raise UsageError("read is for raw input: a store's columns and label are fixed")
+        path = os.fspath(data)
+        return FeatureStore(path), {"store": path}
+    if location.is_store(data):
+        raise UsageError(
+            "encode and y are for raw input: a store is encoded already, with its label"
+        )
+    if engine != "local":
+        raise UsageError(
+            "training on raw input encodes it in this process: use the local engine, or "
+            "encode a store first (rfcli.encode) and train on it with the dask engine"
+        )
+    data, read = attach_label(data, y, read or ReadSettings())
+    if read.label is None:
+        raise UsageError("training on raw input needs its label: read.label (a column) or y")
+    encode = encode or EncodeSettings()
+    with open_engine("local", progress=progress, threads=threads) as eng:
+        source = open_source(for_engine(eng, data), read.fmt)
+        outputs = getattr(source, "widths", {}).get(read.label, 1)
+        if output is not None and outputs > 1:
+            raise UsageError(
+                f"a model file holds one regression output; y has {outputs} columns (train "
+                "one model per column to save them, or give no output)"
+            )
+        encoder, sel = fit_on_source(eng, source, encode, read)
+    store = EncodedInput(source, sel, encoder, chunk_rows=encode.store_chunk_rows,
+                         on_nan=read.on_nan)  # fmt: skip
+    return store, {"input": source.path}
+
+
+def train_chunk_rows(store_chunk_rows: int, n_features: int, budget: int) -> int:
+    """Rows per decoded chunk of the svm/krr passes over a store with chunks of
+    ``store_chunk_rows`` rows: about 16 MiB of float32 features, fewer when the memory
+    ``budget`` is small, at most a store chunk."""
+    m = n_features
+    return max(256, min(8192, store_chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
+
+
+def _train_store(store, trained_on, output, settings, overwrite, engine, dask, progress,
+                 threads, t0) -> TrainResult:  # fmt: skip
     svm = settings.model == "svm"
     budget = settings.memory or physical_memory()
     m = store.n_features
-    # decoded chunks of about 16 MiB of float32 features (fewer rows when --memory is small)
-    chunk_rows = max(256, min(8192, store.chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
+    chunk_rows = train_chunk_rows(store.chunk_rows, m, budget)
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=0)
     targets = _read_targets(data, settings, progress)
     k = targets.n_outputs if not svm else (1 if targets.n_outputs == 2 else targets.n_outputs)
@@ -143,11 +228,12 @@ def train(
     need = learner_need(settings.model, m, k, folds) + 3 * 4 * chunk_rows * m
     # each fold's (or the one) RidgeStats buffers its float32 rows for one block product
     need += max(folds if not svm else 1, 1) * RidgeStats.SUB_ROWS32 * (m + k) * 4
+    fewer = "a store with fewer features" if "store" in trained_on else "fewer features"
     check_fits(
         f"{settings.model.upper()} with m = {m} features",
         need,
         budget,
-        "use a store with fewer features" + (" or raise memory" if settings.memory else ""),
+        f"use {fewer}" + (" or raise memory" if settings.memory else ""),
     )
     if svm:
         # the SVM makes hundreds of passes: keep its rows in memory if the budget allows
@@ -169,27 +255,24 @@ def train(
     secs = time.perf_counter() - t0
     report["seconds"] = secs
     model.info = report
+    trained_on.update(fingerprint=store.meta.get("fingerprint"), label=data.label_name)
+    result = TrainResult(model, report, secs, data.encoder, trained_on)
     if output is not None:
-        save_model(
-            output,
-            model,
-            data.encoder,
-            {
-                "trained_on": {
-                    "store": store_path,
-                    "fingerprint": store.meta.get("fingerprint"),
-                    "label": data.label_name,
-                }
-            },
-            overwrite=overwrite,
-        )
-    return TrainResult(model, report, secs)
+        result.save(output, overwrite=overwrite)
+    return result
 
 
 def _read_targets(data: StoreData, settings: TrainSettings, progress: Progress) -> Targets:
     """The training targets (classes or outputs) from one pass over the store's labels."""
     store = data.store
     label_kind = (store.label_info or {}).get("kind")
+    outputs = (store.label_info or {}).get("outputs")
+    if outputs is not None:  # a 2-D label of in-memory input
+        if settings.model != "krr" or settings.task == "classification":
+            raise UsageError(
+                f"a label of {outputs} columns is {outputs} regression outputs: model krr"
+            )
+        return _Outputs(outputs)
     if settings.model == "svm" and label_kind == "float" and settings.task != "classification":
         raise UsageError(
             "the SVM is a classifier and the label is real-valued: use model krr for regression "
@@ -206,6 +289,25 @@ def _read_targets(data: StoreData, settings: TrainSettings, progress: Progress) 
     if settings.model == "svm" and targets.task != "classification":
         raise UsageError("the SVM is a classifier; use model krr for a regression target")
     return targets
+
+
+class _Outputs(Targets):
+    """Regression targets of ``k`` outputs (the columns of a 2-D label) for the ridge
+    statistics: ``k`` problems that share the features and alpha."""
+
+    def __init__(self, k: int):
+        super().__init__("regression")
+        self.k = k
+
+    @property
+    def n_outputs(self) -> int:
+        return self.k
+
+    def encode(self, y: np.ndarray) -> np.ndarray:
+        return np.asarray(y, dtype=np.float64).reshape(len(y), self.k)
+
+    def decode(self, scores: np.ndarray) -> np.ndarray:
+        return scores if self.k > 1 else scores[:, 0]
 
 
 def _n_folds(settings: TrainSettings) -> int:
@@ -306,26 +408,47 @@ def _select(
     evaluate: Callable[[list[float]], dict[float, list[float]]],
     lower_is_better: bool,
     prefer_larger: bool,
+    progress: Progress | None = None,
+    title: str = "cross-validation",
+    metric: str = "score",
+    together: bool = True,
 ) -> dict[str, Any]:
     """Grid search over ``grid`` with ``evaluate(values) -> {value: per-fold scores}``: the
     best mean, among equal means the largest value with ``prefer_larger`` (alpha: the most
     regularized), else the smallest (C); while it lies at the edge of the values tried,
     one more decade on that side (at most MAX_EXTENSIONS per side).  (Equal means are
-    common: accuracy plateaus, e.g. over the smallest alphas of KRR with many rows.)"""
-    folds: dict[float, list[float]] = dict(evaluate(sorted(float(v) for v in grid)))
-    extended: list[float] = []
-    ext = {"lower": 0, "upper": 0}
-    while True:
-        values = sorted(folds)
-        means = np.array([np.mean(folds[v]) for v in values])
-        best = _best(means, lower_is_better, prefer_larger)
-        side = "lower" if best == 0 else "upper" if best == len(values) - 1 else None
-        if side is None or ext[side] >= MAX_EXTENSIONS:
-            break
-        ext[side] += 1
-        new = values[0] / 10 if side == "lower" else values[-1] * 10
-        extended.append(new)
-        folds.update(evaluate([new]))
+    common: accuracy plateaus, e.g. over the smallest alphas of KRR with many rows.)
+    ``progress``: a task ``title`` counts the values scored, with the best so far and its
+    mean ``metric``; ``together=False`` scores the grid one value at a time (in increasing
+    order, as ``evaluate`` of the grid would), so that the task advances with each."""
+    progress = progress or NullProgress()
+    with progress.task(title, len(grid), unit="values") as task:
+        folds: dict[float, list[float]] = {}
+
+        def score(values: list[float]) -> None:
+            for part in [values] if together else [[v] for v in values]:
+                folds.update(evaluate(part))
+                done = sorted(folds)
+                i = _best(np.array([np.mean(folds[v]) for v in done]), lower_is_better,
+                          prefer_larger)  # fmt: skip
+                task.update(best=f"{done[i]:.4g}", **{metric: float(np.mean(folds[done[i]]))})
+                task.advance(len(part))
+
+        score(sorted(float(v) for v in grid))
+        extended: list[float] = []
+        ext = {"lower": 0, "upper": 0}
+        while True:
+            values = sorted(folds)
+            means = np.array([np.mean(folds[v]) for v in values])
+            best = _best(means, lower_is_better, prefer_larger)
+            side = "lower" if best == 0 else "upper" if best == len(values) - 1 else None
+            if side is None or ext[side] >= MAX_EXTENSIONS:
+                break
+            ext[side] += 1
+            new = values[0] / 10 if side == "lower" else values[-1] * 10
+            extended.append(new)
+            task.update(total=len(folds) + 1)
+            score([new])
     return {
         "values": values,
         "mean": dict(zip(values, map(float, means), strict=True)),
@@ -373,7 +496,8 @@ def _cv_report(name: str, metric: str, n_folds: int, sizes, sel: dict) -> dict[s
 def _train_ridge(passes, targets: Targets, s: TrainSettings, progress: Progress):
     k = targets.n_outputs
     nf = _n_folds(s)
-    stats = passes.reduce(_fold_stats_pass, targets, s.seed, nf, title="ridge: Phi'Phi")
+    what = f"Phi'Phi of {nf} folds" if nf else "Phi'Phi"
+    stats = passes.reduce(_fold_stats_pass, targets, s.seed, nf, title=f"krr: pass 1, {what}")
     total = stats[0]
     for st in stats[1:]:
         total = total + st
@@ -381,7 +505,7 @@ def _train_ridge(passes, targets: Targets, s: TrainSettings, progress: Progress)
     if nf:
         sizes = np.array([st.n for st in stats])
         _check_folds(sizes, total.n)
-        sel = _ridge_select(passes, targets, s, stats, total, sizes)
+        sel = _ridge_select(passes, targets, s, stats, total, sizes, progress)
         alpha = sel["best"]
         cv = _cv_report("alpha", "mse" if targets.task == "regression" else "accuracy", nf,
                         sizes, sel)  # fmt: skip
@@ -419,13 +543,18 @@ class _FoldSolver:
         return W, (self.sY - self.sF @ W) / max(self.n, 1)
 
 
-def _ridge_select(passes, targets, s, stats, total, sizes) -> dict[str, Any]:
+def _ridge_select(passes, targets, s, stats, total, sizes, progress) -> dict[str, Any]:
     """alpha by cross-validation: every fold's solutions from the statistics of one pass;
     regression MSE from the held-out fold's statistics alone, classification accuracy
     from one pass scoring every (fold, alpha) at once (one more per grid extension)."""
     nf, k = len(stats), targets.n_outputs
-    solvers = [_FoldSolver(total, st) for st in stats]
+    solvers = []
+    with progress.task("krr: eigendecomposition per fold", nf, unit="folds") as task:
+        for st in stats:
+            solvers.append(_FoldSolver(total, st))
+            task.advance(1)
     grid = alpha_candidates(total.centred()[0])
+    scoring = [1]  # the data passes so far
 
     def evaluate(alphas: list[float]) -> dict[float, list[float]]:
         sols = [[sv.solve(a) for a in alphas] for sv in solvers]  # [fold][alpha]
@@ -436,12 +565,17 @@ def _ridge_select(passes, targets, s, stats, total, sizes) -> dict[str, Any]:
             }
         Ws = np.stack([np.hstack([W for W, _ in sols[f]]) for f in range(nf)]).astype(np.float32)
         bs = np.stack([np.concatenate([b for _, b in sols[f]]) for f in range(nf)])
+        scoring[0] += 1
+        title = f"krr: pass {scoring[0]}, scoring {len(alphas)} alpha(s) on {nf} folds"
         correct = passes.reduce(_fold_correct_pass, targets, s.seed, nf, Ws, bs, len(alphas),
-                                title="ridge: scoring the folds")  # fmt: skip
+                                title=title)  # fmt: skip
         acc = correct / sizes[:, None]
         return {a: list(acc[:, j]) for j, a in enumerate(alphas)}
 
-    return _select(grid, evaluate, targets.task == "regression", prefer_larger=True)
+    regression = targets.task == "regression"
+    return _select(grid, evaluate, regression, prefer_larger=True, progress=progress,
+                   title=f"krr: {nf}-fold cross-validation of alpha",
+                   metric="mse" if regression else "accuracy")  # fmt: skip
 
 
 # -- SVM ------------------------------------------------------------------------------------
@@ -453,25 +587,29 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     n = passes.n_rows
     report: dict[str, Any] = {"model": "svm", "task": "classification", "loss": s.loss}
     # one pass: the feature Gram matrix, for the preconditioner
-    (stats,) = passes.reduce(_fold_stats_pass, None, s.seed, 0, title="svm: Gram matrix")
+    (stats,) = passes.reduce(_fold_stats_pass, None, s.seed, 0,
+                             title="svm: pass 1, Gram matrix")  # fmt: skip
     gram = _augmented_gram(stats)
     fitkw = dict(loss=s.loss, max_iter=s.max_iter)
     counted = {"passes": 1}
+    # progress: iterations and objective per fit; rows per pass too when every pass reads
+    # the store (no rows kept in memory)
+    reads = getattr(passes.data, "cache_kind", "none") == "none"
 
     def fit(C, n_folds, warm, title):
         """One fit of the stacked problem (all folds' or all rows' classes) at C."""
         ncol = k * max(n_folds, 1)
         g = gram if n_folds < 2 else gram * (1.0 - 1.0 / n_folds)  # the folds' mean Gram
-        with progress.task(title, None) as task:
+        done = [0]
 
-            def one_pass(W32, b, C, delta):  # progress: rows read, summed over passes
-                out = passes.reduce(_svm_pass, targets, k, s.seed, n_folds, W32, b, C, s.loss,
-                                    delta)  # fmt: skip
-                task.advance(n)
-                return out
+        def one_pass(W32, b, C, delta):
+            done[0] += 1
+            return passes.reduce(_svm_pass, targets, k, s.seed, n_folds, W32, b, C, s.loss,
+                                 delta, title=f"pass {done[0]}" if reads else None)  # fmt: skip
 
-            tol = s.tol * (CV_TOL_FACTOR if n_folds >= 2 else 1.0)
-            W, b, rep = fit_svm(one_pass, m, ncol, C, warm=warm, gram=g, tol=tol, **fitkw)
+        tol = s.tol * (CV_TOL_FACTOR if n_folds >= 2 else 1.0)
+        W, b, rep = fit_svm(one_pass, m, ncol, C, warm=warm, gram=g, tol=tol,
+                            progress=progress, title=title, **fitkw)  # fmt: skip
         counted["passes"] += rep["passes"]
         return W, b, rep
 
@@ -479,7 +617,7 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     if nf:
         sizes = fold_sizes(s.seed, n, nf)
         _check_folds(sizes, n)
-        sel, warm = _svm_select(passes, targets, s, k, nf, sizes, fit, counted)
+        sel, warm = _svm_select(passes, targets, s, k, nf, sizes, fit, counted, progress)
         C = sel["best"]
         cv = _cv_report("C", "accuracy", nf, sizes, sel)
         cv["passes"] = sel["passes"]
@@ -493,7 +631,7 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     return LinearSVM(targets, W, b, s.normalized), report
 
 
-def _svm_select(passes, targets, s, k, nf, sizes, fit, counted):
+def _svm_select(passes, targets, s, k, nf, sizes, fit, counted, progress):
     """C by cross-validation: for each C (increasing, warm-started from the nearest C done),
     all folds' one-vs-rest problems as one stacked problem; then one pass scores every
     fold's held-out rows.  Returns the selection and the refit's warm start (the mean of
@@ -525,7 +663,9 @@ def _svm_select(passes, targets, s, k, nf, sizes, fit, counted):
                     del sols[c]
         return out
 
-    sel = _select(C_GRID, evaluate, lower_is_better=False, prefer_larger=False)
+    sel = _select(C_GRID, evaluate, lower_is_better=False, prefer_larger=False,
+                  progress=progress, title=f"svm: {nf}-fold cross-validation of C",
+                  metric="accuracy", together=False)  # fmt: skip
     sel["passes"] = {C: fit_passes[C] for C in sel["values"]}
     W, b = sols[sel["best"]]
     warm = (W.reshape(m, nf, k).mean(axis=1), b.reshape(nf, k).mean(axis=0))

@@ -39,7 +39,7 @@ from rfcli.encoder_fit import BottomK, EncodeSettings
 from rfcli.engines import open_engine
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
-from rfcli.io.readers import ReadSettings, open_source, select_columns
+from rfcli.io.readers import ReadSettings, attach_label, open_source, select_columns
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.train import TrainResult, check_output
 from rfcli.learn.data import RawData, StoreData
@@ -61,7 +61,6 @@ from rfcli.learn.gpr_search import (
     pick_starts,
     scan,
 )
-from rfcli.learn.model_file import save_model
 from rfcli.learn.targets import Targets
 from rfcli.maps import gauss_legendre
 from rfcli.maps.base import FeatureMap
@@ -250,22 +249,26 @@ def _glf_pass(data, d: int, k: int, seed: int):
 
 
 def train_gpr(
-    input_path: str,
-    output: str | None,
+    input_path,
+    output: str | None = None,
     settings: GPRSettings | None = None,
     read: ReadSettings | None = None,
     *,
+    y=None,
     overwrite: bool = False,
     engine: str = "local",
     dask=None,
     progress: Progress | None = None,
 ) -> TrainResult:
     """Fit a GP regression model on raw data (features computed on the fly) or a store;
-    write it to ``output`` (if given).  ``engine="dask"``: the passes run on a Dask cluster
-    (``dask``: its :class:`~rfcli.engines.dask.DaskSettings`)."""
+    write it to ``output`` (if given).  Raw data: a path, or in-memory data (a 2-D NumPy
+    array, a pandas DataFrame, a pyarrow Table) with its label column ``read.label`` or
+    the label ``y`` given apart.  The result carries the model's encoder.
+    ``engine="dask"``: the passes run on a Dask cluster (``dask``: its
+    :class:`~rfcli.engines.dask.DaskSettings`)."""
     s = settings or GPRSettings()
     _check(s)
-    read = read or ReadSettings()
+    input_path, read = attach_label(input_path, y, read or ReadSettings())
     progress = progress or NullProgress()
     check_output(output, overwrite)
     with open_engine(engine, dask, progress) as eng:
@@ -296,10 +299,11 @@ def _train_gpr(input_path, output, s, read, eng, overwrite, progress) -> TrainRe
     else:
         fit, label, passes = _fit_input(input_path, s, read, eng, report, clock)
     model = finish(fit, passes, s, eng, report, clock, t0)
+    trained_on = {"input": location.name(input_path), "label": label}
+    result = TrainResult(model, report, report["seconds"], fit.encoder, trained_on)
     if output is not None:
-        trained_on = {"trained_on": {"input": input_path, "label": label}}
-        save_model(output, model, fit.encoder, trained_on, overwrite=overwrite)
-    return TrainResult(model, report, report["seconds"])
+        result.save(output, overwrite=overwrite)
+    return result
 
 
 def finish(fit: _Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float) -> GPRModel:
@@ -357,7 +361,7 @@ def _fit_store(path, s: GPRSettings, eng, report, clock):
     if data.label_name is None:
         raise InputError(f"{path}: the store has no label column")
     t = time.perf_counter()
-    st = eng.passes(data).reduce(_gp_pass, title="GP statistics")
+    st = eng.passes(data).reduce(_gp_pass, title="data pass 1: GP statistics")
     clock["pass"] += time.perf_counter() - t
     fmap = store.encoder.fmap
     kind = "glf" if fmap.kind == "glf" else "rff"
@@ -376,13 +380,15 @@ def _fit_store(path, s: GPRSettings, eng, report, clock):
             source = "map"
         report.update(lengthscale_bounds=bounds.tolist(), bounds_from=source)
         spectral = glf_spectral(fmap, s.ard)
-        theta, history = _learn_fixed(red, spectral, bounds, s, report, eng.threads)
+        theta, history = _learn_fixed(red, spectral, bounds, s, report, eng.threads,
+                                      eng.progress)  # fmt: skip
         fit = _Fit(store.encoder, st, red, spectral, theta, history, kind, len(bounds), [])
         return fit, data.label_name, 1
     if s.learn and s.features == "rff":
         report["note"] = "a store has a fixed map: the lengthscale is not learned (give raw data)"
     spectral = constant_spectral(store.encoder.n_features)
-    theta, history = _learn_fixed(red, spectral, np.zeros((0, 2)), s, report, eng.threads)
+    theta, history = _learn_fixed(red, spectral, np.zeros((0, 2)), s, report, eng.threads,
+                                  eng.progress)  # fmt: skip
     gamma = getattr(fmap, "gamma_", None)
     ell = [float(1 / np.sqrt(2 * gamma))] if gamma else []
     return _Fit(store.encoder, st, red, spectral, theta, history, kind, 0, ell), data.label_name, 1
@@ -414,28 +420,31 @@ def _theta(point: dict) -> np.ndarray:
     return np.array([np.exp(point["log_s2"]), *point["ell"], np.exp(point["log_lam"])])
 
 
-def _learn_fixed(red, spectral, bounds, s: GPRSettings, report, threads: int = 1):
+def _learn_fixed(red, spectral, bounds, s: GPRSettings, report, threads: int = 1,
+                 progress=None):  # fmt: skip
     """Fixed features (a store, given nodes): scan, then L-BFGS-B within ``bounds`` from the
     best scan points; without ``s.learn`` the default hyperparameters."""
     with learn_threads(red.P.shape[1], threads):
-        return _learn_fixed_inner(red, spectral, np.asarray(bounds), s, report)
+        return _learn_fixed_inner(red, spectral, np.asarray(bounds), s, report, progress)
 
 
-def _learn_fixed_inner(red, spectral, bounds, s: GPRSettings, report):
+def _learn_fixed_inner(red, spectral, bounds, s: GPRSettings, report, progress=None):
     n_ell = len(bounds)
     if not s.learn:
         ell0 = s.lengthscale or (float(np.sqrt(bounds[0, 0] * bounds[0, 1])) if n_ell else 1.0)
         return np.log([1.0, *([ell0] * n_ell), 0.1]), []
     if n_ell == 0:  # RFF store: s^2 and lambda only
-        res, history = fit_hyperparameters(
-            red, spectral, [s.signal_bounds, s.noise_bounds], [np.array([1.0, 0.1])]
-        )
+        box, start = [s.signal_bounds, s.noise_bounds], [np.array([1.0, 0.1])]
+        res, history = fit_hyperparameters(red, spectral, box, start, progress=progress,
+                                           title="GP L-BFGS-B (signal, noise)")  # fmt: skip
         return res.x, history
-    pts = scan(glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), _grids(bounds))
+    pts = scan(glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), _grids(bounds),
+               progress=progress, title="GP scan (GLF statistics)")  # fmt: skip
     starts = pick_starts(pts, s.starts, _delta(red.n))
     report["scan"] = _scan_report(pts, "GLF statistics")
     box = [s.signal_bounds, *[tuple(b) for b in bounds], s.noise_bounds]
-    res, history = fit_hyperparameters(red, spectral, box, [_theta(p) for p in starts])
+    res, history = fit_hyperparameters(red, spectral, box, [_theta(p) for p in starts],
+                                       progress=progress)  # fmt: skip
     return res.x, history
 
 
@@ -493,20 +502,24 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         src = "data"
     report.update(lengthscale_bounds=bounds.tolist(), bounds_from=src)
 
+    done = [1]  # data passes: the fitting pass, then these
+
     def stats(enc: Encoder, what: str, fn=_gp_pass, args=()):
         rows = _feature_rows(enc.n_features, read.chunk_rows)
         data = RawData(source, sel, enc, raw_features=True, chunk_rows=rows, on_nan=read.on_nan)
         t = time.perf_counter()
-        out = eng.passes(data).reduce(fn, *args, title=what)
+        done[0] += 1
+        out = eng.passes(data).reduce(fn, *args, title=f"data pass {done[0]}: {what}")
         clock["pass"] += time.perf_counter() - t
         if (out[0] if isinstance(out, tuple) else out).n == 0:
             raise InputError(f"{path}: no rows")
         return out
 
     if s.features == "rff":
-        fit, passes = _fit_rff(stats, base, bounds, s, report, eng.threads)
+        fit, passes = _fit_rff(stats, base, bounds, s, report, eng.threads, eng.progress)
     else:
-        fit, passes = _Levels(stats, base, sample, bounds, s, report, clock, eng.threads).run()
+        fit, passes = _Levels(stats, base, sample, bounds, s, report, clock, eng.threads,
+                              eng.progress).run()  # fmt: skip
     return fit, 1 + passes
 
 
@@ -519,7 +532,8 @@ def _none_encoder(base: Encoder, fmap: FeatureMap) -> Encoder:
     return Encoder(base.columns, base.preprocess, fmap, make_quantizer("none", 32))
 
 
-def _fit_rff(stats, base: Encoder, bounds: np.ndarray, s: GPRSettings, report, threads=1):
+def _fit_rff(stats, base: Encoder, bounds: np.ndarray, s: GPRSettings, report, threads=1,
+             progress=None):  # fmt: skip
     d = len(base.columns)
     lo, hi = float(bounds[:, 0].min()), float(bounds[:, 1].max())
     spectral = constant_spectral(s.n_features)
@@ -535,7 +549,8 @@ def _fit_rff(stats, base: Encoder, bounds: np.ndarray, s: GPRSettings, report, t
     _, _, c, yty = st.standardized()
     with learn_threads(s.n_features, threads):
         red = Reduced(st.G, c, yty, st.n)
-    theta, history = _learn_fixed(red, spectral, np.zeros((0, 2)), s, report, threads)
+    theta, history = _learn_fixed(red, spectral, np.zeros((0, 2)), s, report, threads,
+                                  progress)  # fmt: skip
     return _Fit(enc, st, red, spectral, theta, history, "rff", 0, [ell]), passes
 
 
@@ -553,7 +568,7 @@ def _learn_rff_lengthscale(
         ell = float(np.exp(log_ell))
         fmap = _rff_map(s, ell).fit(len(base.columns))
         enc = _none_encoder(base, fmap)
-        st = stats(enc, f"RFF-GPR pass (lengthscale {ell:.4g})")
+        st = stats(enc, f"RFF-GPR statistics (lengthscale {ell:.4g})")
         mu, sd, c, yty = st.standardized()
         with learn_threads(s.n_features, threads):
             res, _ = fit_hyperparameters(
@@ -586,10 +601,11 @@ class _Levels:
     optimum (module docstring).  ``stats(encoder, title, fn, args)`` makes one pass."""
 
     def __init__(
-        self, stats, base: Encoder, sample, bounds, s: GPRSettings, report, clock, threads: int = 1
-    ):
+        self, stats, base: Encoder, sample, bounds, s: GPRSettings, report, clock, threads: int = 1,
+        progress=None,
+    ):  # fmt: skip
         self.stats, self.base, self.s, self.report, self.clock = stats, base, s, report, clock
-        self.threads = threads
+        self.threads, self.progress = threads, progress
         self.d = len(base.columns)
         self.bounds = np.asarray(bounds, dtype=float)  # (n_ell, 2)
         self.n_ell = len(self.bounds)
@@ -660,7 +676,8 @@ class _Levels:
         if s.nodes is not None:  # a rule given by hand: one pass over the bounds
             fmap = self._map(self.bounds)
             enc, st, red, spectral = self._pass(fmap, "GP statistics")
-            theta, history = _learn_fixed(red, spectral, self.bounds, s, self.report, self.threads)
+            theta, history = _learn_fixed(red, spectral, self.bounds, s, self.report, self.threads,
+                                          self.progress)  # fmt: skip
             self._record("fixed", fmap, self.bounds, theta, red, spectral, history)
             return self._done(enc, st, red, spectral, theta, history)
         return self._refine_all(self._coarse())
@@ -725,7 +742,8 @@ class _Levels:
             for g, r in zip(_grids(self.bounds, ranges[:, 0], ranges[:, 1]), ranges, strict=True)
         ]
         with _timed(self.clock, "GLF scan"), learn_threads(red.P.shape[1], self.threads):
-            pts = scan(glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), grids, sweeps=1)
+            pts = scan(glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), grids, sweeps=1,
+                       progress=self.progress, title="GP scan (coarse rule)")  # fmt: skip
         self._record(
             "coarse",
             fmap,
@@ -769,6 +787,8 @@ class _Levels:
                 exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds),
                 _grids(self.bounds),
                 sweeps=1,
+                progress=self.progress,
+                title=f"GP scan (exact GP on {len(xy)} sample rows)",
             )
         best = max(pts, key=lambda p: p["lml"])
         lo, hi = ranges[:, 0] * 0.9999, ranges[:, 1] * 1.0001
@@ -829,11 +849,13 @@ class _Levels:
                 fmap = self._map(ranges)
             except RuleTooLarge as e:
                 raise self._too_large(e, "around the lengthscales the search reached") from None
-            title = f"GP statistics (level {len(self.levels)}, {len(fmap.w_)} nodes)"
-            enc, st, red, spectral = self._pass(fmap, title)
+            where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"
+            enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
             box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
             with _timed(self.clock, "L-BFGS-B"), learn_threads(red.P.shape[1], self.threads):
-                res, history = fit_hyperparameters(red, spectral, box, thetas)
+                res, history = fit_hyperparameters(red, spectral, box, thetas,
+                                                   progress=self.progress,
+                                                   title=f"GP L-BFGS-B ({where})")  # fmt: skip
             theta = res.x
             self.history += history
             level = self._record("level", fmap, ranges, theta, red, spectral, history)

@@ -18,6 +18,7 @@ import numpy as np
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import InputError, ParameterTypeError
 from rfcli.io import location
+from rfcli.io.arrays import unnamed_hint
 from rfcli.io.readers import iter_chunks, open_source, read_range, select_columns
 from rfcli.io.sources import ParquetSource
 from rfcli.io.store import FeatureStore
@@ -263,11 +264,12 @@ class RawData:
         missing), its ``label`` column when it has one (required with ``require_label``) and
         whichever of ``ids`` it has."""
         source = open_source(path, fmt)
+        path = source.path  # in-memory data: its description
         missing = [c for c in encoder.columns if c not in source.names]
         if missing:
             raise InputError(
                 f"{path}: column(s) {', '.join(map(repr, missing[:8]))} the model's map needs "
-                "are missing"
+                f"are missing{unnamed_hint(source)}"
             )
         if label is not None and label not in source.names:
             if require_label:

@@ -25,6 +25,7 @@ import scipy.linalg as sla
 
 from rfcli.errors import InputError
 from rfcli.learn.linear import MODELS, LinearModel
+from rfcli.progress import LBFGSB_FTOL, Iterations, NullProgress, Progress
 
 LOG2PI = np.log(2 * np.pi)
 
@@ -146,22 +147,31 @@ def fit_hyperparameters(
     bounds: list[tuple[float, float]],
     starts: list[np.ndarray],
     max_iter=500,
+    progress: Progress | None = None,
+    title: str = "GP L-BFGS-B",
 ):
-    """L-BFGS-B on -lml in log space within bounds, from several starts; best result."""
+    """L-BFGS-B on -lml in log space within bounds, from several starts; best result.
+    ``progress``: a task per start counts its iterations, with the log marginal likelihood
+    (of the standardized targets) and the iterations expected."""
     log_bounds = [(np.log(lo), np.log(hi)) for lo, hi in bounds]
     best = None
     history = []
-    for x0 in starts:
+    progress = progress or NullProgress()
+    for i, x0 in enumerate(starts):
         from scipy.optimize import minimize  # lazily (CLI start-up)
 
-        res = minimize(
-            lambda th: tuple(-v for v in lml_and_grad(th, red, spectral)),
-            np.clip(np.log(x0), [b[0] for b in log_bounds], [b[1] for b in log_bounds]),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=log_bounds,
-            options={"maxiter": max_iter},
-        )
+        what = f"{title}, start {i + 1}/{len(starts)}" if len(starts) > 1 else title
+        with progress.task(what, max_iter, unit="iterations") as task:
+            it = Iterations(task, max_iter, LBFGSB_FTOL)
+            res = minimize(
+                lambda th: tuple(-v for v in lml_and_grad(th, red, spectral)),
+                np.clip(np.log(x0), [b[0] for b in log_bounds], [b[1] for b in log_bounds]),
+                jac=True,
+                method="L-BFGS-B",
+                bounds=log_bounds,
+                callback=it.callback(lambda f: {"LML (standardized y)": -f}),
+                options={"maxiter": max_iter},
+            )
         history.append(
             {"start": [float(v) for v in x0], "lml": float(-res.fun), "iterations": int(res.nit)}
         )

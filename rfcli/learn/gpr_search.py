@@ -28,6 +28,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rfcli.progress import NullProgress, Progress
+
 LOG2PI = np.log(2 * np.pi)
 #: upper lengthscale bound = HI_FACTOR x the sample's extent (per dimension with ARD)
 HI_FACTOR = 3.0
@@ -166,36 +168,51 @@ def glf_profile(red, spectral, s2_bounds, lam_bounds) -> Callable:
     return evaluate
 
 
-def scan(evaluate: Callable, grids: list[np.ndarray], sweeps: int = 2) -> list[dict]:
+def scan(
+    evaluate: Callable,
+    grids: list[np.ndarray],
+    sweeps: int = 2,
+    progress: Progress | None = None,
+    title: str = "GP scan",
+) -> list[dict]:
     """Evaluate the profiled LML on lengthscale grids (one per lengthscale parameter).  One
     parameter: every grid point.  Several (ARD): the diagonal (the same relative position in
     every grid), then ``sweeps`` rounds of coordinate scans through the best point so far.
-    Returns every evaluated point: {"ell", "lml", "log_s2", "log_lam"}."""
+    Returns every evaluated point: {"ell", "lml", "log_s2", "log_lam"}.  ``progress``: a
+    task ``title`` counts the points planned (those a sweep meets again are not evaluated
+    again), with the best lengthscale and LML so far."""
     seen: dict[tuple, dict] = {}
-
-    def ev(ell) -> dict:
-        ell = np.asarray(ell, dtype=np.float64)
-        key = tuple(np.round(np.log(ell), 9))
-        if key not in seen:
-            lml, a, b = evaluate(ell)
-            seen[key] = {"ell": ell, "lml": lml, "log_s2": a, "log_lam": b}
-        return seen[key]
-
-    if len(grids) == 1:
-        for g in grids[0]:
-            ev([g])
-        return list(seen.values())
     k = max(len(g) for g in grids)
-    for t in np.linspace(0.0, 1.0, k):
-        ev([g[0] * (g[-1] / g[0]) ** t for g in grids])
-    for _ in range(sweeps):
-        for j, g in enumerate(grids):
-            base = max(seen.values(), key=lambda p: p["lml"])["ell"]
-            for v in g:
-                ell = base.copy()
-                ell[j] = v
-                ev(ell)
-    return list(seen.values())
+    planned = k if len(grids) == 1 else k + sweeps * sum(len(g) for g in grids)
+    progress = progress or NullProgress()
+    with progress.task(title, planned, unit="points") as task:
+
+        def ev(ell) -> dict:
+            ell = np.asarray(ell, dtype=np.float64)
+            key = tuple(np.round(np.log(ell), 9))
+            if key not in seen:
+                lml, a, b = evaluate(ell)
+                seen[key] = {"ell": ell, "lml": lml, "log_s2": a, "log_lam": b}
+                best = max(seen.values(), key=lambda p: p["lml"])
+                task.update(best_lengthscale=", ".join(f"{v:.4g}" for v in best["ell"]),
+                            **{"LML (standardized y)": best["lml"]})  # fmt: skip
+            task.advance(1)
+            return seen[key]
+
+        if len(grids) == 1:
+            for g in grids[0]:
+                ev([g])
+            return list(seen.values())
+        for t in np.linspace(0.0, 1.0, k):
+            ev([g[0] * (g[-1] / g[0]) ** t for g in grids])
+        for _ in range(sweeps):
+            for j, g in enumerate(grids):
+                base = max(seen.values(), key=lambda p: p["lml"])["ell"]
+                for v in g:
+                    ell = base.copy()
+                    ell[j] = v
+                    ev(ell)
+        return list(seen.values())
 
 
 def pick_starts(points: list[dict], k: int, delta: float, ratio: float = 2.0) -> list[dict]:

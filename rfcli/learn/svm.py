@@ -42,6 +42,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from rfcli.learn.linear import MODELS, LinearModel
+from rfcli.progress import Iterations, NullProgress, Progress
 from rfcli.threads import blas_threads
 
 LOSSES = ("squared_hinge", "hinge")
@@ -143,10 +144,13 @@ def fit_svm(
     warm: tuple[np.ndarray, np.ndarray] | None = None,
     gram: np.ndarray | None = None,
     rho: float = 0.1,
+    progress: Progress | None = None,
+    title: str = "svm",
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Minimize the primal; ``evaluate(W32, b, C, delta)`` makes one pass over the data and
     returns :func:`loss_terms` over all rows (Ypm in {-1, +1}).  Returns W (m, k), b (k,),
-    and a report.
+    and a report.  ``progress``: a task ``title`` counts the iterations, with the objective,
+    the passes so far and the iterations expected (:class:`rfcli.progress.Iterations`).
 
     ``gram``: the (m+1, m+1) Gram matrix of ``[phi, 1]`` over the rows, for preconditioning:
     L-BFGS runs in variables ``V = L' [W; b]`` with ``L L' = diag(1..1, 0) + 2 C rho gram``,
@@ -179,21 +183,30 @@ def fit_svm(
     iters, converged, message = 0, True, ""
     from scipy.optimize import minimize  # lazily (CLI start-up)
 
-    for delta in deltas:
-        # the arithmetic between passes is (m x k)-sized (triangular solves, L-BFGS updates):
-        # one BLAS thread (a pass sets its own threads); multi-threaded BLAS on products this
-        # small loses more to synchronization than it gains, most of all on shared cores
-        with blas_threads(1):
-            res = minimize(
-                objective,
-                theta,
-                args=(delta,),
-                jac=True,
-                method="L-BFGS-B",
-                options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-5, "maxcor": 20},
-            )
-        theta, iters = res.x, iters + res.nit
-        converged, message = converged and bool(res.success), str(res.message)
+    progress = progress or NullProgress()
+    with progress.task(title, max_iter * len(deltas), unit="iterations") as task:
+        it = Iterations(task, max_iter, tol, stages=len(deltas))
+        step = it.callback(lambda f: {"objective": f, "passes": state["evals"]})
+
+        for i, delta in enumerate(deltas):
+            if i:
+                it.next_stage()
+            # the arithmetic between passes is (m x k)-sized (triangular solves, L-BFGS
+            # updates): one BLAS thread (a pass sets its own threads); multi-threaded BLAS on
+            # products this small loses more to synchronization than it gains, most of all
+            # on shared cores
+            with blas_threads(1):
+                res = minimize(
+                    objective,
+                    theta,
+                    args=(delta,),
+                    jac=True,
+                    method="L-BFGS-B",
+                    callback=step,
+                    options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-5, "maxcor": 20},
+                )
+            theta, iters = res.x, iters + res.nit
+            converged, message = converged and bool(res.success), str(res.message)
     final, _ = objective(theta, 0.0)
     W, b = to_wb(theta)
     report = {

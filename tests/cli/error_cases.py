@@ -22,6 +22,7 @@ from tests import helpers
 ROOT = os.fspath(helpers.ROOT)
 LETTER = os.fspath(helpers.LETTER)
 LETTER_TEST = os.fspath(helpers.LETTER_TEST)
+QUAKES = os.fspath(helpers.SAMPLE / "quakes.train.parquet")
 
 
 @dataclass
@@ -325,6 +326,37 @@ CASES = [
                     "-o", _o(d, "x.npz")]),
     Case("encode-gamma-search-no-label", "encode --gamma search without --label",
          lambda d: ["encode", LETTER, "-o", _o(d), "--gamma", "search"]),
+    # an option where it does not apply (never silently ignored), old and new spellings
+    Case("train-cv-folds-given-C", "train --model svm -C 1 --cv-folds 3 (nothing to choose)",
+         lambda d: ["train", _store(d), "--model", "svm", "-C", "1", "--cv-folds", "3",
+                    "-o", _o(d, "x.npz")]),
+    Case("gpr-store-label", "train --model gpr on a store with --label (the store's is used)",
+         lambda d: ["train", _store(d), "--model", "gpr", "--label", "y", "-o", _o(d, "x.npz")]),
+    Case("gpr-glf-features", "train --model gpr -m 256 with GLF features (-m is RFF's)",
+         lambda d: ["train", QUAKES, "--model", "gpr", "--label", "y", "-m", "256",
+                    "-o", _o(d, "x.npz")]),
+    Case("gpr-lengthscale-learn", "train --model gpr --lengthscale without --no-learn",
+         lambda d: ["train", QUAKES, "--model", "gpr", "--label", "y", "--lengthscale", "0.3",
+                    "-o", _o(d, "x.npz")]),
+    Case("old-and-new-spelling", "encode --tol and --kernel-tol (the old and new spelling)",
+         lambda d: ["encode", QUAKES, "-o", _o(d), "--kernel", "glf", "--tol", "0.01",
+                    "--kernel-tol", "0.01"]),
+    Case("scheduler-local", "--scheduler without --engine dask",
+         lambda d: ["predict", _model(d), LETTER_TEST, "--scheduler", "tcp://host:8786"]),
+    Case("predict-store-on-nan", "predict --on-nan on a store (encoded rows have no NaN)",
+         lambda d: ["predict", _model(d), _store(d), "--on-nan", "drop"]),
+    Case("overwrite-stdout", "decode -o - --overwrite (stdout is not a file)",
+         lambda d: ["decode", _store(d), "-o", "-", "--overwrite"]),
+    Case("evaluate-rows-no-kernel-error", "evaluate MODEL TEST --rows (a --kernel-error option)",
+         lambda d: ["evaluate", _model(d), LETTER_TEST, "--rows", "100"]),
+    Case("kernel-error-dask", "evaluate --kernel-error with --engine dask",
+         lambda d: ["evaluate", "--kernel-error", _store(d), "--data", LETTER, "--engine",
+                    "dask"]),
+    Case("fit-quantizer-seed-lm", "fit-quantizer --kind lm --seed 3 (lm draws nothing)",
+         lambda d: ["fit-quantizer", "--kind", "lm", "--seed", "3"]),
+    Case("sweep-keep-no-workdir", "sweep --keep without --workdir (kept where?)",
+         lambda d: ["sweep", LETTER, LETTER_TEST, "--model", "svm", "--label", "label",
+                    "--keep"]),
 ]  # fmt: skip
 
 

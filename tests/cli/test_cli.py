@@ -143,7 +143,7 @@ def test_bad_options_give_one_line_errors(tmp_path, letter_small, args, needle):
         ("encode", ["--chunk-rows", "0"], "Invalid value for '--chunk-rows'"),
         ("encode", ["--store-chunk-rows", "0"], "Invalid value for '--store-chunk-rows'"),
         ("encode", ["--kernel", "ternary", "--sparsity", "1"], "Invalid value for '--sparsity'"),
-        ("encode", ["--kernel", "glf", "--tol", "1"], "Invalid value for '--tol'"),
+        ("encode", ["--kernel", "glf", "--kernel-tol", "1"], "Invalid value for '--kernel-tol'"),
         ("encode", ["--kernel", "glf", "--nodes", "3"], "list of even integers >= 2"),
         ("encode", ["--kernel", "glf", "--lengthscale-bounds", "2,1"], "0 < LO <= HI"),
         ("encode", ["--memory", "lots"], "Invalid value for '--memory': 'lots' is not a size"),

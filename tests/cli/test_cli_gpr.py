@@ -77,7 +77,7 @@ def test_gpr_rff_baseline_and_errors(tmp_path):
         "gpr",
         "--label",
         "y",
-        "--features",
+        "--gp-features",
         "rff",
         "-m",
         "64",
@@ -95,13 +95,13 @@ def test_gpr_rff_baseline_and_errors(tmp_path):
         "gpr",
         "--label",
         "y",
-        "--features",
+        "--gp-features",
         "rff",
         "--ard",
         "-o",
         tmp_path / "x.npz",
     )
-    assert r.exit_code == 2 and "--ard needs --features glf" in r.stderr
+    assert r.exit_code == 2 and "--ard applies to --gp-features glf, not rff" in r.stderr
     r = invoke(
         "train",
         SAMPLE / "letter.train.parquet",

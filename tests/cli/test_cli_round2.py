@@ -254,7 +254,7 @@ def test_bits_none_is_the_float_quantizer(data, tmp_path):
     [
         (["--kernel", "arccos0", "-b", "2"], "the arccos0 kernel's quantizer (binary) is 1 bit"),
         (["--quantizer", "ternary", "--kernel", "ternary", "-b", "3"], "is 2 bits per feature"),
-        (["--tol", "0.01"], "--tol applies to --kernel glf"),
+        (["--kernel-tol", "0.01"], "--kernel-tol applies to --kernel glf"),
         (["--cutoff", "3"], "--cutoff applies to --kernel glf"),
         (["--kernel", "ntk", "--gamma", "2"], "--gamma applies to the kernels with a bandwidth"),
         (["-b", "16"], "-b 16 is for --quantizer none"),

@@ -32,11 +32,14 @@ def _value(param: click.Parameter) -> list[str]:
         return [flag, "1G"]
     if param.name == "nodes":
         return [flag, "32"]
+    if param.name == "kernel_tol":
+        return [flag, "0.01"]
     return [flag, "3"]
 
 
 def test_every_option_belongs_to_a_model():
-    names = {p.name for p in _train().params}
+    # hidden options are old spellings of others (tests/cli/test_options.py)
+    names = {p.name for p in _train().params if not getattr(p, "hidden", False)}
     owned = {n for opts in MODEL_OPTIONS.values() for n in opts}
     assert names - COMMON == owned
 
@@ -47,6 +50,8 @@ def test_other_models_options_are_refused(model):
     others = {n for opts in MODEL_OPTIONS.values() for n in opts} - set(MODEL_OPTIONS[model])
     assert others
     for name in sorted(others):
+        if params[name].hidden or (model, name) == ("gpr", "tol"):
+            continue  # old spellings: --tol with gpr is --kernel-tol for a release (test_options)
         args = ["train", "no-such.zarr", "--model", model, "-o", "m.npz", *_value(params[name])]
         r = CliRunner().invoke(cli, args)
         assert r.exit_code == 2, (name, r.output)
