@@ -247,14 +247,14 @@ def test_rich_renderer_nests_tasks_and_shows_values_and_eta():
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
     frame = [line for line in text.splitlines() if "pass 4" in line and "100/300" in line]
     assert frame, text
-    assert any("2/40 iterations" in line and "objective 12.5, passes 3" in line
+    assert any("2/40 it " in line and "objective 12.5, passes 3" in line
                for line in text.splitlines())  # fmt: skip
     assert "eta " in text
 
 
 def test_count_values_eta_and_rate_texts():
     assert console.count_text(1234, 10000, "rows", 5678.2) == "1,234/10,000 rows (5,678 rows/s)"
-    assert console.count_text(12, 40, "iterations", 3.0) == "12/40 iterations"
+    assert console.count_text(12, 40, "iterations", 3.0) == "12/40 it"
     assert console.count_text(7, None, "rows", None) == "7 rows"
     assert console.values_text({"objective": 50699.123456, "passes": 1200}) == (
         "objective 50699.1, passes 1,200"
