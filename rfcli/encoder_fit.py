@@ -235,7 +235,10 @@ class EncoderFitter:
                 red = RowReducer(fm.pass_reductions, FIT_BLOCK)
                 red.update(0, fm.pass_values(rows))
                 fm.finish_pass(red.totals(), red.n)
-            return fm.transform(rows)
+            # the values the learners will see: quantized as the store will be, decoded
+            enc = Encoder([f"x{j}" for j in range(d)], Preprocessor(), fm, self._quantizer(fm))
+            c = enc.encode_chunk(rows, 0)
+            return enc.decode(c.packed, c.norms, c.row_scale)
 
         res = search_gamma(features, labels, g0, s.seed, m)
         self.search_report = res.to_dict()
@@ -258,17 +261,23 @@ class EncoderFitter:
             raise InputError(f"{where}: no rows")
         self.fmap.finish_pass(reducer.totals(), reducer.n)
 
+    def _quantizer(self, fmap: FeatureMap) -> Quantizer:
+        """The settings' quantizer, or the empirical one fitted for ``fmap`` on the sample."""
+        if self.quantizer is not None:
+            return self.quantizer
+        bits = self.settings.bits or 2
+        return fit_empirical(
+            fmap,
+            self._sample_pre(),
+            bits,
+            self.settings.seed,
+            domain=empirical_domain(self.settings.quantizer_domain, fmap, bits),
+        )
+
     def encoder(self, columns: list[str]) -> Encoder:
         quantizer = self.quantizer
         if quantizer is None:
-            bits = self.settings.bits or 2
-            quantizer = fit_empirical(
-                self.fmap,
-                self.pre.transform(self._sample),
-                bits,
-                self.settings.seed,
-                domain=empirical_domain(self.settings.quantizer_domain, self.fmap, bits),
-            )
+            quantizer = self._quantizer(self.fmap)
             quantizer.info["map_fingerprint"] = map_fingerprint(list(columns), self.pre, self.fmap)
         return Encoder(
             columns=list(columns),

@@ -57,8 +57,11 @@ def test_search_is_deterministic_whatever_the_chunking(wiggly, tmp_path):
 def test_grid_widens_past_an_edge(wiggly, tmp_path, monkeypatch):
     src, _ = wiggly
     monkeypatch.setattr(bandwidth, "HALF_WIDTH", 1)  # 3 candidates: the best is beyond them
+    # float features: with 2-bit codes of 128 features, gamma_0 / 2 also fits sin(6 x) better
+    # than gamma_0 (codes of slowly varying features are random steps), so the grid would
+    # rightly widen downwards first
     run(src, tmp_path / "s.zarr", label="y", columns=["a", "b"], n_features=128,
-        gamma="search")  # fmt: skip
+        gamma="search", quantizer="none")  # fmt: skip
     gs = FeatureStore(str(tmp_path / "s.zarr")).meta["fit"]["gamma_search"]
     assert len(gs["candidates"]) > 3
     assert max(gs["candidates"]) > 2.0 * gs["median_heuristic"]  # widened upwards
@@ -84,3 +87,61 @@ def test_validation_rows_are_held_out(tmp_path):
     run(src, tmp_path / "s.zarr", label="y", n_features=256, gamma="search")
     gs = FeatureStore(str(tmp_path / "s.zarr")).meta["fit"]["gamma_search"]
     assert min(gs["scores"]) >= 0.9 * np.var(y)
+
+
+BANDWIDTH_KERNELS = [
+    dict(kernel="gaussian"),
+    dict(kernel="gaussian", quantizer="empirical"),
+    dict(kernel="laplacian"),
+    dict(kernel="matern12"),
+    dict(kernel="matern32"),
+    dict(kernel="matern52"),
+    dict(kernel="positive"),  # kappa by a map pass, empirical quantizer
+]
+
+
+@pytest.mark.parametrize("kw", BANDWIDTH_KERNELS, ids=lambda kw: "-".join(kw.values()))
+def test_candidates_are_scored_on_the_stored_values(wiggly, tmp_path, monkeypatch, kw):
+    """The search scores each candidate on the features the learners will read: the
+    sample's values quantized as the store's and decoded.  With m <= 1024 the chosen
+    candidate's map is the store's and the sample is every row, so the candidate's features
+    are the store's decoded features up to the row order (compared through F'F)."""
+    src, _ = wiggly
+    seen = {}
+    search = bandwidth.search_gamma
+
+    def spy(features, y, median_gamma, seed, n_features):
+        res = search(features, y, median_gamma, seed, n_features)
+        seen["F"] = np.asarray(features(res.gamma), dtype=np.float64)
+        return res
+
+    monkeypatch.setattr(bandwidth, "search_gamma", spy)
+    res = run(src, tmp_path / "s.zarr", label="c", columns=["a", "b"], n_features=64,
+              gamma="search", **kw)  # fmt: skip
+    store = FeatureStore(str(tmp_path / "s.zarr"))
+    D = np.vstack([F for _, F in store.iter_features()]).astype(np.float64)
+    F = seen["F"]
+    assert F.shape == D.shape == (1500, 64)
+    assert res.encoder.fmap.gamma_ == store.meta["fit"]["gamma_search"]["gamma"]
+    np.testing.assert_allclose(F.T @ F, D.T @ D, rtol=1e-9, atol=1e-9)
+    # b = 2: the values are four levels per feature (the unquantized map's are not)
+    assert max(len(np.unique(F[:, j])) for j in range(64)) <= 4
+
+
+def test_search_on_dask_is_byte_identical(wiggly, tmp_path):
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+
+    from rfcli import EncodeSettings, ReadSettings, encode
+    from rfcli.engines.dask import DaskSettings
+
+    src, _ = wiggly
+    es = EncodeSettings(n_features=64, gamma="search", standardize=True)
+    read = ReadSettings(label="c", columns=["a", "b"], chunk_rows=400)
+    a = encode(src, str(tmp_path / "a.zarr"), es, read)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster:  # fmt: skip
+        b = encode(src, str(tmp_path / "b.zarr"), es, read, engine="dask",
+                   dask=DaskSettings(scheduler=cluster.scheduler_address))  # fmt: skip
+    assert a.encoder.fit_report == b.encoder.fit_report
+    assert tree_digest(tmp_path / "a.zarr") == tree_digest(tmp_path / "b.zarr")
