@@ -240,7 +240,10 @@ class EncoderFitter:
             c = enc.encode_chunk(rows, 0)
             return enc.decode(c.packed, c.norms, c.row_scale)
 
-        res = search_gamma(features, labels, g0, s.seed, m)
+        from rfcli.maps.bandwidth import nearest_neighbour_gamma
+
+        metric = getattr(self.fmap, "metric", "sqeuclidean")
+        res = search_gamma(features, labels, g0, s.seed, m, nearest_neighbour_gamma(rows, metric))
         self.search_report = res.to_dict()
         return self._new_map(res.gamma)
 

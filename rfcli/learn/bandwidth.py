@@ -3,7 +3,9 @@
 The median heuristic (``gamma='auto'``) is only a scale: on real sets the validated
 bandwidth is often several times larger or smaller (letter with unit rows: 39.3 against
 4.9; co2: a 31x lower kernel-ridge MSE at the tuned value).  The search scores a log grid
-of candidates ``gamma_0 * 2^k`` (k = -4..4, gamma_0 the median heuristic) with a cheap but
+of candidates ``gamma_0 * 2^k`` (k = -4..K, gamma_0 the median heuristic; K >= 4 reaches
+NN_FACTOR times the sample's nearest-neighbour gamma, at most MAX_UP: low-dimensional data
+such as co2's seasons need scales far below the median distance) with a cheap but
 faithful learner and widens the grid while the best value sits at its edge:
 
 * a bounded row sample (the ``BottomK`` hash sample of the fitting pass: at most
@@ -41,8 +43,13 @@ from rfcli.threads import blas_threads
 SEARCH_ROWS = 20_000
 SEARCH_FEATURES = 1024
 STEP = 2.0
-HALF_WIDTH = 4  # candidates gamma_0 * STEP^k, k = -HALF_WIDTH .. HALF_WIDTH
+HALF_WIDTH = 4  # candidates gamma_0 * STEP^k, k = -HALF_WIDTH .. HALF_WIDTH at least
 MAX_EXTRA = 6  # steps added beyond an edge, at most, on each side
+#: the grid reaches up to NN_FACTOR x the nearest-neighbour gamma (low-dimensional data,
+#: whose kernel can vary on a scale far below the median distance: co2's seasons), at
+#: most MAX_UP steps above gamma_0
+NN_FACTOR = 4.0
+MAX_UP = 18
 FOLDS = 3
 ALPHAS = 10.0 ** np.arange(-6, 1)  # relative to trace(G)/m
 
@@ -133,7 +140,7 @@ def _widen(scores: dict, score: Callable[[int], float], lo: int, hi: int) -> Non
         if best == lo and lo > -HALF_WIDTH - MAX_EXTRA:
             lo -= 1
             score(lo)
-        elif best == hi and hi < HALF_WIDTH + MAX_EXTRA:
+        elif best == hi and hi < max(HALF_WIDTH + MAX_EXTRA, MAX_UP):
             hi += 1
             score(hi)
         else:
@@ -146,10 +153,13 @@ def search_gamma(
     median_gamma: float,
     seed: int,
     n_features: int,
+    nn_gamma: float | None = None,
 ) -> SearchResult:
     """Choose gamma on the sample: ``features(gamma)`` gives the sample's features for a
     candidate as the store would hold them (quantized, decoded), ``y`` its labels (float:
-    regression; int or text: classes)."""
+    regression; int or text: classes).  ``nn_gamma``: the sample's nearest-neighbour gamma
+    (:func:`rfcli.maps.bandwidth.nearest_neighbour_gamma`); the grid extends up to
+    NN_FACTOR times it where that lies beyond its upper edge."""
     t0 = time.perf_counter()
     n = len(y)
     if n < 3 * FOLDS:
@@ -165,6 +175,9 @@ def search_gamma(
         return scores[k][0]
 
     lo, hi = -HALF_WIDTH, HALF_WIDTH
+    if nn_gamma is not None and np.isfinite(nn_gamma) and nn_gamma > 0:
+        up = int(np.ceil(np.log(NN_FACTOR * nn_gamma / median_gamma) / np.log(STEP)))
+        hi = int(np.clip(up, HALF_WIDTH, MAX_UP))
     with blas_threads(1):  # the same floating-point sums whatever the threads or engine
         for k in range(lo, hi + 1):
             score(k)

@@ -23,3 +23,22 @@ def median_heuristic(sample: np.ndarray, metric: str = "sqeuclidean") -> float:
             "give a numeric gamma"
         )
     return 1.0 / med
+
+
+#: rows of the sample the nearest-neighbour scale is measured on (pairwise: k^2 distances)
+NN_ROWS = 2000
+
+
+def nearest_neighbour_gamma(sample: np.ndarray, metric: str = "sqeuclidean") -> float:
+    """``1 / median`` over the sample's first :data:`NN_ROWS` distinct rows of the distance
+    (in ``metric``) to the nearest other row: the gamma at which the kernel between
+    neighbours falls to 1/e.  Far above it the kernel matrix of the data is the identity,
+    so no larger bandwidth parameter can be learned from them (inf when all rows coincide)."""
+    from scipy.spatial.distance import pdist, squareform
+
+    X = np.unique(np.asarray(sample, dtype=np.float64)[:NN_ROWS], axis=0)
+    if len(X) < 2:
+        return float("inf")
+    D = squareform(pdist(X, METRICS[metric]))
+    np.fill_diagonal(D, np.inf)
+    return 1.0 / float(np.median(D.min(axis=1)))

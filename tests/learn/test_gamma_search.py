@@ -57,6 +57,7 @@ def test_search_is_deterministic_whatever_the_chunking(wiggly, tmp_path):
 def test_grid_widens_past_an_edge(wiggly, tmp_path, monkeypatch):
     src, _ = wiggly
     monkeypatch.setattr(bandwidth, "HALF_WIDTH", 1)  # 3 candidates: the best is beyond them
+    monkeypatch.setattr(bandwidth, "MAX_UP", 1)  # (not up to the nearest-neighbour scale)
     # float features: with 2-bit codes of 128 features, gamma_0 / 2 also fits sin(6 x) better
     # than gamma_0 (codes of slowly varying features are random steps), so the grid would
     # rightly widen downwards first
@@ -110,8 +111,8 @@ def test_candidates_are_scored_on_the_stored_values(wiggly, tmp_path, monkeypatc
     seen = {}
     search = bandwidth.search_gamma
 
-    def spy(features, y, median_gamma, seed, n_features):
-        res = search(features, y, median_gamma, seed, n_features)
+    def spy(features, y, median_gamma, seed, n_features, *more):
+        res = search(features, y, median_gamma, seed, n_features, *more)
         seen["F"] = np.asarray(features(res.gamma), dtype=np.float64)
         return res
 
@@ -145,3 +146,41 @@ def test_search_on_dask_is_byte_identical(wiggly, tmp_path):
                    dask=DaskSettings(scheduler=cluster.scheduler_address))  # fmt: skip
     assert a.encoder.fit_report == b.encoder.fit_report
     assert tree_digest(tmp_path / "a.zarr") == tree_digest(tmp_path / "b.zarr")
+
+
+@pytest.fixture(scope="module")
+def seasons(tmp_path_factory):
+    """1-D, y = sin(2 pi 40 x): 40 periods over the range (co2's seasons over its years),
+    a lengthscale about 1/250 of the range, on a regular grid of 1,000 points."""
+    d = tmp_path_factory.mktemp("seasons")
+    x = np.linspace(0, 1, 1000)
+    y = np.sin(2 * np.pi * 40 * x) + 0.05 * np.random.default_rng(1).normal(size=len(x))
+    return write_parquet(d / "s.parquet", x=x, y=y)
+
+
+def test_the_grid_reaches_the_nearest_neighbour_scale(seasons, tmp_path, monkeypatch):
+    kw = dict(label="y", columns=["x"], n_features=256, bits=2, gamma="search")
+    run(seasons, tmp_path / "a.zarr", **kw)
+    gs = FeatureStore(str(tmp_path / "a.zarr")).meta["fit"]["gamma_search"]
+    var = 0.5  # of sin: a constant prediction's MSE
+    assert gs["gamma"] >= 2**8 * gs["median_heuristic"]
+    assert min(gs["scores"]) < 0.1 * var
+    # stopped at the median heuristic's neighbourhood (the grid without the nearest-neighbour
+    # scale), the search only sees the plateau of smooth fits
+    monkeypatch.setattr(bandwidth, "MAX_UP", bandwidth.HALF_WIDTH)
+    run(seasons, tmp_path / "b.zarr", **kw)
+    narrow = FeatureStore(str(tmp_path / "b.zarr")).meta["fit"]["gamma_search"]
+    assert max(narrow["candidates"]) < 2**8 * narrow["median_heuristic"]
+    assert min(narrow["scores"]) > 3 * min(gs["scores"])  # measured: 0.167 against 0.035
+
+
+def test_nearest_neighbour_gamma_of_a_grid():
+    from rfcli.maps.bandwidth import nearest_neighbour_gamma
+
+    h = 0.01
+    x = np.arange(200)[:, None] * h
+    assert nearest_neighbour_gamma(x) == pytest.approx(1 / h**2)
+    assert nearest_neighbour_gamma(x, "l1") == pytest.approx(1 / h)
+    X = np.c_[x, 2 * x]  # the nearest neighbour along the diagonal: (h, 2h)
+    assert nearest_neighbour_gamma(X) == pytest.approx(1 / (5 * h**2))
+    assert nearest_neighbour_gamma(np.ones((5, 2))) == float("inf")
