@@ -28,15 +28,16 @@ $(VENV)/.installed: pyproject.toml
 	touch $@ $(VENV)/.runtime
 
 # the whole job on sample_data/letter (12,000 training rows, 8,000 test rows, 26 classes):
-# encode train and test into 2-bit stores, train a linear SVM (C by cross-validation),
+# encode train and test into 2-bit stores (z-scored columns, gamma chosen by validation on
+# a sample), train a linear SVM (C by cross-validation),
 # evaluate it; then the same with float32 features of the same m (--quantizer none), and
 # the size and accuracy of the two side by side.  DEMO_SVM: more train options, e.g.
 # `make demo DEMO_SVM="-C 10"` (no cross-validation of C: faster)
 demo: runtime
 	@mkdir -p $(DEMO)
-	@echo "== 1. encode: Gaussian kernel (gamma by the median heuristic), m = $(DEMO_M), 2 bits"
+	@echo "== 1. encode: Gaussian kernel (gamma chosen by validation on a sample), m = $(DEMO_M), 2 bits"
 	$(RFCLI) encode sample_data/letter.train.parquet -o $(DEMO)/train.zarr \
-	    --label label --normalize-rows -m $(DEMO_M) -b 2 --overwrite
+	    --label label --standardize --gamma search -m $(DEMO_M) -b 2 --overwrite
 	$(RFCLI) encode sample_data/letter.test.parquet -o $(DEMO)/test.zarr \
 	    --like $(DEMO)/train.zarr --overwrite
 	$(RFCLI) inspect $(DEMO)/train.zarr
@@ -45,7 +46,7 @@ demo: runtime
 	$(RFCLI) evaluate $(DEMO)/svm.npz $(DEMO)/test.zarr
 	@echo "== 3. the same with float32 features of the same m (--quantizer none)"
 	$(RFCLI) -q encode sample_data/letter.train.parquet -o $(DEMO)/train.f32.zarr \
-	    --label label --normalize-rows -m $(DEMO_M) --quantizer none --overwrite
+	    --label label --standardize --gamma search -m $(DEMO_M) --quantizer none --overwrite
 	$(RFCLI) -q encode sample_data/letter.test.parquet -o $(DEMO)/test.f32.zarr \
 	    --like $(DEMO)/train.f32.zarr --overwrite
 	$(RFCLI) -q train $(DEMO)/train.f32.zarr --model svm -o $(DEMO)/svm.f32.npz --overwrite \
