@@ -156,6 +156,18 @@ def _in_order(futures, progress, title, sizes):
     return [f.result() for f in _wait_in_order(futures, progress, title, sizes)]
 
 
+def _identity(x):
+    return x
+
+
+def _shared(client, obj):
+    """``obj`` for many tasks, as the result of a task rather than scattered data: Dask's
+    active memory manager keeps one replica of a result the waiting tasks no longer need,
+    and scattered data whose last holder dies cannot be recovered (a killed worker then
+    cancels the whole job); a task's result is recomputed from the scheduler's copy."""
+    return client.submit(_identity, obj, pure=False)
+
+
 def _fit_stage(client, path, sel, fitter, stage, n, read, dask, progress, title):
     """One fitting pass as tasks over row ranges that start on 4096-row boundaries; the
     partial results in row order."""
@@ -163,7 +175,7 @@ def _fit_stage(client, path, sel, fitter, stage, n, read, dask, progress, title)
     path = dask.worker_path(path)
     ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
     chunk = min(read.chunk_rows, span)
-    fut_fitter = client.scatter(fitter, broadcast=True) if fitter is not None else None
+    fut_fitter = _shared(client, fitter) if fitter is not None else None
     futures = [
         client.submit(_fit_task, path, sel, fut_fitter, stage, a, b, read.on_nan, chunk,
                       retries=dask.retries, pure=False)
@@ -182,7 +194,7 @@ def _label_classes(client, path, source, sel, read, dask, progress) -> list | No
 
 
 def _run_encode_tasks(client, path, sel, encoder, tmp, n, span, read, dask, progress):
-    enc = client.scatter(encoder, broadcast=True)
+    enc = _shared(client, encoder)
     chunk = min(read.chunk_rows, span)
     ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
     futures = [
