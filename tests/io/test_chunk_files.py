@@ -82,7 +82,7 @@ def test_encoded_store_is_plain_zarr(tmp_path):
 def test_local_nodes_write_the_zarr_json_zarr_writes(tmp_path, dtype, zstd):
     """A store written without zarr-python (rfcli.io.store.nodes) has, file for file, the
     bytes of the same store written through zarr-python: metadata and chunks."""
-    from rfcli.io.store.nodes import LocalNodes, ZarrNodes
+    from rfcli.io.store.nodes import LocalNodes, ZarrNodes, write_small
 
     rng = np.random.default_rng(3)
     small = (rng.normal(size=(5, 7)) * 9).astype(dtype)
@@ -90,7 +90,7 @@ def test_local_nodes_write_the_zarr_json_zarr_writes(tmp_path, dtype, zstd):
     for side, nodes in (("zarr", ZarrNodes), ("local", LocalNodes)):
         root = os.fspath(tmp_path / side)
         n = nodes(root) if side == "local" else nodes(root, create=True, local=True)
-        n.write_small("encoder/map/W", small)
+        write_small(n, "encoder/map/W", small)
         arr = n.create("codes", (300, 4), (128, 4), dtype, zstd)
         arr.resize(300)
         n.set_attrs("rfcli", attrs)

@@ -146,6 +146,11 @@ class LocalArray:
     def write_rows(self, start: int, data: np.ndarray) -> None:
         raise RuntimeError(f"{self.dir}: rows must start a chunk")
 
+    def write_all(self, data: np.ndarray) -> None:
+        """The whole array, one chunk (:func:`write_small`)."""
+        if data.size:
+            self.files.write(0, data)
+
 
 class ZarrArray:
     """A zarr-python array with the interface of :class:`LocalArray`; whole chunks of a
@@ -167,6 +172,9 @@ class ZarrArray:
         if self.arr.shape[0] < start + len(data):
             self.arr.resize((start + len(data), *self.arr.shape[1:]))
         self.arr[start : start + len(data)] = data
+
+    def write_all(self, data: np.ndarray) -> None:
+        self.arr[...] = data
 
 
 class ZarrNodes:
@@ -194,11 +202,6 @@ class ZarrNodes:
             fill_value="" if text else 0,
         )
         return ZarrArray(arr, self._dir(name))
-
-    def write_small(self, name: str, data: np.ndarray) -> None:
-        data = np.ascontiguousarray(data)
-        arr = self.create(name, data.shape, _one_chunk(data.shape), data.dtype, True)
-        arr.arr[...] = data
 
     def open(self, name: str) -> ZarrArray | None:
         return ZarrArray(self.group[name], self._dir(name)) if name in self.group else None
@@ -243,15 +246,6 @@ class LocalNodes:
         write_doc(arr.dir, arr.doc)
         return arr
 
-    def write_small(self, name: str, data: np.ndarray) -> None:
-        """A small array written whole, as one zstd-compressed chunk."""
-        data = np.ascontiguousarray(data)
-        arr = self.create(name, data.shape, _one_chunk(data.shape), data.dtype, True)
-        if isinstance(arr, ZarrArray):
-            arr.arr[...] = data
-        elif data.size:
-            arr.files.write(0, data)
-
     def open(self, name: str):
         d = os.path.join(self.root, name)
         if not os.path.isfile(os.path.join(d, "zarr.json")):
@@ -268,6 +262,12 @@ class LocalNodes:
         """The group's attribute ``key``; ``final``: zarr's own text, else compact."""
         self._attrs[key] = value
         write_doc(self.root, group_doc(self._attrs), final)
+
+
+def write_small(nodes: LocalNodes | ZarrNodes, name: str, data: np.ndarray) -> None:
+    """A small array (the encoder's) written whole, as one zstd-compressed chunk."""
+    data = np.ascontiguousarray(data)
+    nodes.create(name, data.shape, _one_chunk(data.shape), data.dtype, True).write_all(data)
 
 
 def open_nodes(root: str, remote: bool, create: bool = True) -> LocalNodes | ZarrNodes:

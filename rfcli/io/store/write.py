@@ -17,7 +17,7 @@ from rfcli.errors import OutputError, StoreError, UsageError, check_int, first_l
 from rfcli.io import location
 from rfcli.io.store.chunks import SAMPLE_ROWS, zstd_pays
 from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, partial_path, store_chunk_rows
-from rfcli.io.store.nodes import open_nodes
+from rfcli.io.store.nodes import open_nodes, write_small
 
 
 def prepare_output(path: str, overwrite: bool) -> None:
@@ -64,6 +64,11 @@ def _write_rows(arr, start: int, data: np.ndarray, chunk_rows: int):
         return
     for r in range(0, len(data), chunk_rows):
         arr.files.write((start + r) // chunk_rows, data[r : r + chunk_rows])
+
+
+def _row_arrays(ids) -> list[str]:
+    """The store's per-row arrays that may exist (docs/store-format.md)."""
+    return ["codes", "norms", "row_scale", "label", *(f"ids/{k}" for k in ids)]
 
 
 def _id_column(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -118,7 +123,7 @@ class StoreWriter:
             self.nodes = open_nodes(self.tmp, self.remote)
             config, arrays = encoder.to_state()
             for key, arr in arrays.items():
-                self.nodes.write_small(f"encoder/{key}", arr)
+                write_small(self.nodes, f"encoder/{key}", arr)
         except OSError as e:
             raise OutputError(f"{self.tmp}: cannot create ({e})") from None
         rb = encoder.row_bytes
@@ -190,8 +195,7 @@ class StoreWriter:
         self.n_rows = int(meta.get("rows_committed", 0))
         self._buf, self._buf_rows = [], 0
         self._arrays, self._specs = {}, {}
-        names = ["codes", "norms", "row_scale", "label", *(f"ids/{k}" for k in self.id_names)]
-        for name in names:
+        for name in _row_arrays(self.id_names):
             arr = nodes.open(name)
             if arr is not None:
                 arr.resize(self.n_rows, final=False)  # drop rows after the checkpoint
@@ -396,7 +400,7 @@ class RegionWriter:
         self.chunk_rows = int(meta["layout"]["chunk_rows"])
         self.category = label.get("kind") == "category"
         self.class_index = {c: i for i, c in enumerate(label.get("classes_partial", []))}
-        names = ["codes", "norms", "row_scale", "label", *(f"ids/{k}" for k in meta.get("ids", []))]
+        names = _row_arrays(meta.get("ids", []))
         self.arrays = {k: a for k in names if (a := self.nodes.open(k)) is not None}
         self._buf: dict[str, list[np.ndarray]] = {}
         self._row0: int | None = None
