@@ -59,7 +59,6 @@ GLF_OPTIONS = ("gp_kernel", "kernel_tol", "lengthscale_bounds", "nodes", "cutoff
 #: old spellings kept for one release: hidden option -> the option it now is
 DEPRECATED = {"old_tol": "kernel_tol"}
 #: quantizers with a fixed number of bits per feature
-FIXED_BITS = {"sign": 1, "binary": 1, "ternary": 2, "trits": 1.6}
 #: what --like takes from the store: options that would be ignored with it
 LIKE_FIXES = ("features", "kernel", "gamma", "seed", "bits", "quantizer", "quantizer_domain",
               "quantizer_file", "normalize_rows", "standardize", "columns", "store_chunk_rows",
@@ -303,8 +302,10 @@ def _check_given(ctx: click.Context, like, o: dict) -> None:
         what = f"--quantizer {q}" if q else None
         q = q or _default_quantizer(o)
         what = what or f"the {kernel} kernel's quantizer ({q})"
-        if q in FIXED_BITS and bits != FIXED_BITS[q]:
-            n = FIXED_BITS[q]
+        from rfcli.quantize.base import FIXED_BITS
+
+        if q in FIXED_BITS and bits != FIXED_BITS[q][0]:
+            n = FIXED_BITS[q][1]
             raise UsageError(
                 f"{what} is {n:g} bit{'' if n == 1 else 's'} per feature: drop -b {bits}"
             )

@@ -62,6 +62,14 @@ def _is_dataframe(obj: Any) -> bool:
     return _is_pandas(obj) and getattr(obj, "ndim", 2) == 2
 
 
+class ExtraColumnClash(InputError):
+    """An ``extra`` column named like one of the data's own."""
+
+    def __init__(self, name: str, path: str):
+        super().__init__(f"{path}: column name {name!r} appears twice")
+        self.name, self.path = name, path
+
+
 class ArraySource(Source):
     """A table held in memory, read in batches like a file (see the module docstring).
 
@@ -103,6 +111,8 @@ class ArraySource(Source):
                 self._add(name, (self._kind, j))
             self.num_rows = self._own_rows()
         for name, col in (extra or {}).items():
+            if str(name) in self._cols:
+                raise ExtraColumnClash(str(name), self.path)
             self._add_1d(str(name), _column_values(col), wide=True)
         self.names = list(self._cols)
         # a 2-D column is a label of several outputs: never numeric, so never a feature

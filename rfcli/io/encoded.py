@@ -20,15 +20,7 @@ from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import UsageError
 from rfcli.io.readers import Selection, check_label, read_range
 from rfcli.io.sources import Source
-from rfcli.io.store.format import store_chunk_rows
-
-
-def label_kind(values: np.ndarray) -> str:
-    """A label column's kind as a store records it: ``category`` (text), ``int`` (integers
-    and booleans) or ``float``."""
-    if values.dtype.kind in "OUS":
-        return "category"
-    return "int" if values.dtype.kind in "iub" else "float"
+from rfcli.io.store.format import label_kind, store_chunk_rows
 
 
 class EncodedInput:

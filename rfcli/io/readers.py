@@ -19,7 +19,7 @@ import numpy as np
 
 from rfcli.errors import InputError, ParameterTypeError, UsageError, did_you_mean
 from rfcli.io import location
-from rfcli.io.arrays import ArraySource, is_array_input, unnamed_hint
+from rfcli.io.arrays import ArraySource, ExtraColumnClash, is_array_input, unnamed_hint
 from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings  # noqa: F401 (re-export)
 from rfcli.io.sources import CsvSource, ParquetSource, Source, ZarrSource, is_glob
 
@@ -245,13 +245,14 @@ def attach_label(data: Any, y: Any, read: ReadSettings) -> tuple[Any, ReadSettin
             "pyarrow Table); a file's label is one of its columns (read.label)"
         )
     name = read.label or _series_name(y) or "label"
-    source = ArraySource(data)
-    if name in source.names:
+    try:  # built once: a stream (a RecordBatchReader) can be read only once
+        source = ArraySource(data, extra={name: y})
+    except ExtraColumnClash as e:
         raise UsageError(
-            f"{source.path} has a column {name!r} already, the name of the label y: drop y "
+            f"{e.path} has a column {name!r} already, the name of the label y: drop y "
             "to use that column as the label, or name y otherwise (read.label)"
-        )
-    return ArraySource(data, extra={name: y}), replace(read, label=name)
+        ) from None
+    return source, replace(read, label=name)
 
 
 def _series_name(y: Any) -> str | None:

@@ -88,7 +88,10 @@ class ParquetSource(Source):
         self.path = path
         self.files = parquet_files(path)
         self._open: dict[str, pq.ParquetFile] = {}
-        self._last_group: tuple = (None, None)  # (key, table) of the last row group read
+        #: the row groups read last, one per column set (features, or the label alone:
+        #: training on raw input reads both for each chunk), so consecutive row ranges in
+        #: a group decode it once
+        self._groups: dict[tuple, pa.Table] = {}
         first = self._file(self.files[0])
         schema = first.schema_arrow
         self.names = list(schema.names)
@@ -136,15 +139,17 @@ class ParquetSource(Source):
                 raise InputError(f"{f}: {first_line(e)}") from None
 
     def _row_group(self, f: str, g: int, names: list[str]) -> pa.Table:
-        """One row group's columns; the last one read is kept, so that consecutive row
-        ranges inside a group (a task reading chunk by chunk) decode it once."""
+        """One row group's columns, kept while the next reads of the same columns stay in
+        it (a task, or a learner, reading chunk by chunk decodes it once)."""
         key = (f, g, tuple(names))
-        if self._last_group[0] != key:
+        if key not in self._groups:
             try:
-                self._last_group = (key, self._file(f).read_row_group(g, columns=names))
+                table = self._file(f).read_row_group(g, columns=names)
             except pa.ArrowException as e:
                 raise InputError(f"{f}: {first_line(e)}") from None
-        return self._last_group[1]
+            self._groups = {k: t for k, t in self._groups.items() if k[2] != key[2]}
+            self._groups[key] = table
+        return self._groups[key]
 
     def read_rows(self, names: list[str], start: int, stop: int) -> dict[str, np.ndarray]:
         """Rows ``start .. stop-1`` (global) of the columns, reading only the row groups that
@@ -162,7 +167,7 @@ class ParquetSource(Source):
 
     def close(self):
         self._open.clear()
-        self._last_group = (None, None)
+        self._groups = {}
 
 
 def check_text_file(path: str) -> None:

@@ -191,13 +191,21 @@ class Quantizer:
         return cache[scale]
 
 
-def check_fixed_bits(kind: str, bits, fixed: int, per_feature: float | None = None) -> None:
-    """A quantizer with a fixed number of bits (sign, binary: 1; ternary: 2): any other
-    ``bits`` is refused, in words that say so (not "an integer in 1..1")."""
+#: quantizers with a fixed number of bits: kind -> (the ``bits`` they take, their bits per
+#: feature in the store); trits packs 5 ternary codes in a byte (1.6 bits) and takes 2, as
+#: ternary does
+FIXED_BITS: dict[str, tuple[int, float]] = {
+    "sign": (1, 1), "binary": (1, 1), "ternary": (2, 2), "trits": (2, 1.6),
+}  # fmt: skip
+
+
+def check_fixed_bits(kind: str, bits) -> None:
+    """A quantizer with a fixed number of bits (:data:`FIXED_BITS`): any other ``bits`` is
+    refused, in words that say so (not "an integer in 1..1")."""
     if isinstance(bits, bool) or not isinstance(bits, int):
         raise ParameterTypeError(f"bits must be an integer, got {bits!r}")
+    fixed, n = FIXED_BITS[kind]
     if bits != fixed:
-        n = fixed if per_feature is None else per_feature
         raise UsageError(
             f"the {kind} quantizer has {n:g} bit(s) per feature: bits must be {fixed} (or "
             f"left out), got {bits!r}"

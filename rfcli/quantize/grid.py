@@ -73,7 +73,7 @@ class SignQuantizer(Quantizer):
 
     @classmethod
     def design(cls, bits: int = 1) -> SignQuantizer:
-        check_fixed_bits("sign", bits, 1)
+        check_fixed_bits("sign", bits)
         return cls(1, np.array([0.0]), np.array([-1.0, 1.0]))
 
 
@@ -86,5 +86,5 @@ class BinaryQuantizer(Quantizer):
 
     @classmethod
     def design(cls, bits: int = 1) -> BinaryQuantizer:
-        check_fixed_bits("binary", bits, 1)
+        check_fixed_bits("binary", bits)
         return cls(1, np.array([0.5]), np.array([0.0, 1.0]))

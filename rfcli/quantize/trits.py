@@ -29,7 +29,7 @@ class TernaryQuantizer(Quantizer):
 
     @classmethod
     def design(cls, bits: int = 2) -> TernaryQuantizer:
-        check_fixed_bits("ternary", bits, 2)
+        check_fixed_bits("ternary", bits)
         return cls(2, _TERNARY_BORDERS, _TERNARY_LEVELS)
 
 
@@ -55,7 +55,7 @@ class TritQuantizer(Quantizer):
 
     @classmethod
     def design(cls, bits: int = 2) -> TritQuantizer:
-        check_fixed_bits("trits", bits, 2, per_feature=1.6)  # 2: the default, as ternary
+        check_fixed_bits("trits", bits)
         return cls()
 
     @property

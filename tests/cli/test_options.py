@@ -331,3 +331,16 @@ def test_train_gpr_raw_input_takes_on_nan(tmp_path):
     assert r.exit_code == 0 and _report(tmp_path / "z.npz")["rows"] == t.num_rows
     line = one_line_error(invoke("train", p, *fast, "--label", "yy", "-o", tmp_path / "x.npz"))
     assert "label column 'yy' not found (did you mean 'y'?)" in line
+
+
+def test_fixed_bit_quantizers_take_the_bits_the_library_takes(data, tmp_path):
+    """One table (rfcli.quantize.base.FIXED_BITS) for the CLI and the library: trits
+    takes -b 2 (its default, 1.6 bits per feature in the store), and refuses -b 1."""
+    src = data["dir"] / "small.parquet"
+    ok = invoke("encode", src, "-o", tmp_path / "t.zarr", "--label", "label", "-m", "16",
+                "--kernel", "ternary", "--quantizer", "trits", "-b", "2", "-q")  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    line = one_line_error(invoke("encode", src, "-o", tmp_path / "u.zarr", "--label", "label",
+                                 "-m", "16", "--kernel", "ternary", "--quantizer", "trits",
+                                 "-b", "1"))  # fmt: skip
+    assert "1.6 bits per feature: drop -b 1" in line

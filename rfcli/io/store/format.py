@@ -64,3 +64,12 @@ def store_chunk_rows(row_bytes: int) -> int:
 def partial_path(path: str) -> str:
     """Where a store is written until its completion marker is set."""
     return path.rstrip("/") + ".partial"
+
+
+def label_kind(values) -> str:
+    """A label column's kind as a store records it: ``category`` (text), ``int`` (integers
+    and booleans) or ``float``."""
+    kind = values.dtype.kind
+    if kind in "OUS":
+        return "category"
+    return "int" if kind in "iub" else "float"

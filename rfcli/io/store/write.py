@@ -16,7 +16,14 @@ from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import OutputError, StoreError, UsageError, check_int, first_line
 from rfcli.io import location
 from rfcli.io.store.chunks import SAMPLE_ROWS, zstd_pays
-from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, partial_path, store_chunk_rows
+from rfcli.io.store.format import (
+    ATTR,
+    FORMAT,
+    FORMAT_VERSION,
+    label_kind,
+    partial_path,
+    store_chunk_rows,
+)
 from rfcli.io.store.nodes import open_nodes, write_small
 
 
@@ -226,13 +233,10 @@ class StoreWriter:
     # -- labels and ids ------------------------------------------------------------------
     def _label_values(self, label: np.ndarray) -> np.ndarray:
         if "label" not in self._arrays and self.meta["label"] is None:
-            if label.dtype == object:
-                kind, dtype = "category", np.int32
+            kind = label_kind(label)
+            dtype = {"category": np.int32, "int": np.int64, "float": np.float64}[kind]
+            if kind == "category":
                 self.classes = []
-            elif label.dtype.kind in "iub":
-                kind, dtype = "int", np.int64
-            else:
-                kind, dtype = "float", np.float64
             if "label" not in self._specs:
                 self._new("label", (), dtype)
             self.meta["label"] = {"name": self.label_name, "kind": kind}
