@@ -53,6 +53,16 @@ class Encoder:
         return self.fmap.n_features
 
     @property
+    def input_dtype(self) -> type:
+        """The dtype of the rows :meth:`encode_chunk` reads best: float32 when the map
+        rounds its inputs to float32 and there is no preprocessing (the same codes as from
+        float64 rows, without the float64 copy), else float64."""
+        pre = self.preprocess
+        if pre.standardize or pre.normalize_rows:
+            return np.float64
+        return self.fmap.input_dtype
+
+    @property
     def row_bytes(self) -> int:
         return self.quantizer.row_bytes(self.n_features)
 

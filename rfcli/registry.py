@@ -12,9 +12,18 @@ T = TypeVar("T")
 
 
 class Registry:
+    """Kinds -> classes.  A kind may be declared :meth:`lazy`: its module is imported the
+    first time the kind is asked for, so a command imports only the components it uses."""
+
     def __init__(self, what: str):
         self.what = what
         self._kinds: dict[str, type] = {}
+        self._lazy: dict[str, str] = {}
+
+    def lazy(self, module: str, *kinds: str) -> None:
+        """``kinds`` are registered by importing ``module``."""
+        for k in kinds:
+            self._lazy[k] = module
 
     def register(self, *kinds: str) -> Callable[[type[T]], type[T]]:
         def deco(cls: type[T]) -> type[T]:
@@ -25,15 +34,19 @@ class Registry:
         return deco
 
     def get(self, kind: Any) -> type:
+        if isinstance(kind, str) and kind not in self._kinds and kind in self._lazy:
+            import importlib
+
+            importlib.import_module(self._lazy[kind])
         try:
             return self._kinds[kind]
         except (KeyError, TypeError):
             raise ConfigError(
-                f"unknown {self.what} kind {kind!r} (known: {', '.join(sorted(self._kinds))})"
+                f"unknown {self.what} kind {kind!r} (known: {', '.join(self.kinds())})"
             ) from None
 
     def kinds(self) -> list[str]:
-        return sorted(self._kinds)
+        return sorted({*self._kinds, *self._lazy})
 
 
 def require(config: dict, key: str, types: type | tuple[type, ...], what: str) -> Any:

@@ -270,12 +270,12 @@ MAP_FAMILY_OPTIONS = ("target", "sparsity", "hyperbolic", "depth", "m0", "m1", "
 
 def map_family_options(f):
     """Options of the ternary/activation, positive, NTK and arc-cosine maps (encode)."""
-    from rfcli.maps import TARGETS
+    from rfcli.maps import TARGET_NAMES
 
     opts = [
         click.option(
             "--target",
-            type=click.Choice(list(TARGETS)),
+            type=click.Choice(list(TARGET_NAMES)),
             default="relu",
             show_default=True,
             help="ternary/activation: the activation whose random-feature kernel is matched.",

@@ -89,7 +89,8 @@ def _encode_task(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows) -> in
     writer = RegionWriter(tmp)
     try:
         with blas_threads(1):  # a worker runs one task per thread
-            for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
+            rows = read_range(src, sel, start, stop, chunk_rows, on_nan, encoder.input_dtype)
+            for ch in rows:
                 writer.write(encoder.encode_chunk(ch.X, ch.row0), ch.label, ch.ids)
         writer.close()
     finally:
@@ -273,7 +274,9 @@ class DaskEngine(Engine):
                 raise InputError(f"{path}: no rows to encode (empty input)")
             classes = _label_classes(self.client, path, source, sel, read, self.dask, progress)
             # the first rows decide label and id dtypes and the arrays' compression
-            first = next(iter_chunks(source, sel, min(SAMPLE_ROWS, n), read.on_nan))
+            first = next(
+                iter_chunks(source, sel, min(SAMPLE_ROWS, n), read.on_nan, encoder.input_dtype)
+            )
             writer.preallocate(n, first, classes)
             span = writer.chunk_rows * CHUNKS_PER_TASK
             _run_encode_tasks(

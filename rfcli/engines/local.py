@@ -167,7 +167,8 @@ class LocalEngine(Engine):
                     writer.write(fut.result(), ch.label, ch.ids)
                     task.advance(len(ch))
 
-            for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
+            chunks = iter_chunks(source, sel, read.chunk_rows, read.on_nan, encoder.input_dtype)
+            for ch in chunks:
                 if ch.row0 + len(ch) <= start:
                     continue
                 if ch.row0 < start:

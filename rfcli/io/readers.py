@@ -149,9 +149,14 @@ def select_columns(
 
 
 def iter_chunks(
-    source: Source, sel: Selection, chunk_rows: int = 8192, on_nan: str = "error"
+    source: Source,
+    sel: Selection,
+    chunk_rows: int = 8192,
+    on_nan: str = "error",
+    dtype: type = np.float64,
 ) -> Iterator[Chunk]:
-    """Fixed-size chunks (the last may be shorter) of the selected columns."""
+    """Fixed-size chunks (the last may be shorter) of the selected columns, the features
+    as ``dtype`` (:func:`make_chunk`)."""
     if on_nan not in NAN_POLICIES:
         raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
     names = sel.all
@@ -166,27 +171,29 @@ def iter_chunks(
         while have >= chunk_rows:
             merged = _concat(pending, names)
             head = {n: a[:chunk_rows] for n, a in merged.items()}
-            pending = [{n: a[chunk_rows:] for n, a in merged.items()}]
             have -= chunk_rows
-            chunk = make_chunk(head, sel, in_row, out_row, on_nan, source.path)
+            pending = [{n: a[chunk_rows:] for n, a in merged.items()}] if have else []
+            chunk = make_chunk(head, sel, in_row, out_row, on_nan, source.path, dtype)
             in_row += chunk_rows
             if len(chunk):
                 out_row += len(chunk)
                 yield chunk
     if have:
-        chunk = make_chunk(_concat(pending, names), sel, in_row, out_row, on_nan, source.path)
+        cols = _concat(pending, names)
+        chunk = make_chunk(cols, sel, in_row, out_row, on_nan, source.path, dtype)
         if len(chunk):
             yield chunk
 
 
 def read_range(source, sel: Selection, start: int, stop: int, chunk_rows: int,
-               on_nan: str = "error") -> Iterator[Chunk]:  # fmt: skip
+               on_nan: str = "error", dtype: type = np.float64) -> Iterator[Chunk]:  # fmt: skip
     """Chunks of the global rows ``start .. stop-1`` of a :class:`ParquetSource` (read by
     row range: a Dask task's slice), with the NaN policy and messages of
     :func:`iter_chunks`."""
     for a in range(start, stop, chunk_rows):
         b = min(a + chunk_rows, stop)
-        yield make_chunk(source.read_rows(sel.all, a, b), sel, a, a, on_nan, source.path)
+        cols = source.read_rows(sel.all, a, b)
+        yield make_chunk(cols, sel, a, a, on_nan, source.path, dtype)
 
 
 def _concat(parts, names):
@@ -195,9 +202,13 @@ def _concat(parts, names):
     return {n: np.concatenate([p[n] for p in parts]) for n in names}
 
 
-def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, where: str) -> Chunk:
+def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, where: str,
+               dtype: type = np.float64) -> Chunk:  # fmt: skip
+    """The chunk of ``cols``: the feature columns as one (n, d) array of ``dtype``
+    (float64, or float32 for an encoder that computes on float32 inputs: each value is
+    rounded once, as float64 then float32 would round it), NaN/inf handled by ``on_nan``."""
     try:
-        X = np.column_stack([np.asarray(cols[c], dtype=np.float64) for c in sel.features])
+        X = np.column_stack([_as_float(cols[c], dtype) for c in sel.features])
     except (TypeError, ValueError) as e:
         raise InputError(f"{where}: feature columns are not numeric ({e})") from None
     finite = np.isfinite(X)
@@ -206,8 +217,10 @@ def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, whe
     if not finite.all():
         if on_nan == "error":
             r, c = np.argwhere(~finite)[0]
+            value = np.asarray(cols[sel.features[c]][r]).item()
+            beyond = " (beyond float32's range)" if np.isfinite(value) else ""
             raise InputError(
-                f"{where}: row {in_row + r}: column {sel.features[c]!r} is {X[r, c]} "
+                f"{where}: row {in_row + r}: column {sel.features[c]!r} is {value}{beyond} "
                 "(set on_nan to drop or zero)"
             )
         if on_nan == "zero":
@@ -219,6 +232,16 @@ def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, whe
             ids = {k: v[keep] for k, v in ids.items()}
     check_label(label, sel.label, in_row, where)
     return Chunk(out_row, X, label, ids)
+
+
+def _as_float(col, dtype) -> np.ndarray:
+    """``col`` as ``dtype``; 64-bit integers go through float64 on their way to float32,
+    so that a float32 chunk holds exactly the float64 chunk's values rounded."""
+    col = np.asarray(col)
+    if dtype is not np.float64 and col.dtype.kind in "iu" and col.dtype.itemsize == 8:
+        col = col.astype(np.float64)
+    with np.errstate(over="ignore"):  # beyond float32's range: inf, refused by the caller
+        return np.asarray(col, dtype=dtype)
 
 
 def check_label(label: np.ndarray | None, name: str | None, row0: int, where: str) -> None:

@@ -1,13 +1,44 @@
-"""Random-feature maps (docs/methods.md, Feature maps)."""
+"""Random-feature maps (docs/methods.md, Feature maps).
 
-from rfcli.maps.activation import TARGETS, RandomActivationMap, target_kernel
-from rfcli.maps.arccos import ArcCosineMap, arccos_kernel
+The Fourier map, the base class and preprocessing are imported with the package; the
+other maps' modules on first use (:func:`make_map`, a stored map's kind, or one of their
+names below), so that a command loads only the map it runs.
+"""
+
 from rfcli.maps.base import MAPS, FeatureMap, RowReducer
 from rfcli.maps.fourier import FOURIER_KERNELS, FourierMap
-from rfcli.maps.gauss_legendre import GaussLegendreMap
-from rfcli.maps.ntk import NTKMap, ntk_kernel
-from rfcli.maps.positive import PositiveMap
 from rfcli.maps.preprocess import ColumnStats, Preprocessor
+
+#: module of each lazily imported name (and of the map kinds it registers)
+_LAZY = {
+    "TARGETS": "rfcli.maps.activation",
+    "RandomActivationMap": "rfcli.maps.activation",
+    "target_kernel": "rfcli.maps.activation",
+    "ArcCosineMap": "rfcli.maps.arccos",
+    "arccos_kernel": "rfcli.maps.arccos",
+    "GaussLegendreMap": "rfcli.maps.gauss_legendre",
+    "NTKMap": "rfcli.maps.ntk",
+    "ntk_kernel": "rfcli.maps.ntk",
+    "PositiveMap": "rfcli.maps.positive",
+}
+MAPS.lazy("rfcli.maps.arccos", "arccos0", "arccos1")
+MAPS.lazy("rfcli.maps.activation", "activation", "ternary")
+MAPS.lazy("rfcli.maps.gauss_legendre", "glf")
+MAPS.lazy("rfcli.maps.ntk", "ntk")
+MAPS.lazy("rfcli.maps.positive", "positive")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: the activations of the ternary/activation maps (the keys of
+#: :data:`rfcli.maps.activation.TARGETS`, named here for the command line's choices)
+TARGET_NAMES = ("relu", "abs", "cos", "sin", "erf", "tanh")
 
 KERNELS = (
     *FOURIER_KERNELS,
@@ -38,17 +69,14 @@ def make_map(kernel: str, n_features: int, gamma="auto", seed: int = 0, **option
     (kernel of the GP via ``glf_kernel``, lengthscale_bounds, tol, nodes, cutoff)."""
     opts = {k: v for k, v in options.items() if k in MAP_OPTIONS.get(kernel, ())}
     if kernel == "glf":
-        return GaussLegendreMap(kernel=opts.pop("glf_kernel", "gaussian"), seed=seed, **opts)
+        klass = MAPS.get("glf")
+        return klass(kernel=opts.pop("glf_kernel", "gaussian"), seed=seed, **opts)
     if kernel in FOURIER_KERNELS:
         return FourierMap(kernel, n_features=n_features, gamma=gamma, seed=seed)
-    if kernel in ("arccos0", "arccos1"):
-        return ArcCosineMap(kernel, n_features=n_features, seed=seed, **opts)
     if kernel == "positive":
-        return PositiveMap(kernel, n_features=n_features, gamma=gamma, seed=seed, **opts)
-    if kernel in ("ternary", "activation"):
-        return RandomActivationMap(kernel, n_features=n_features, seed=seed, **opts)
-    if kernel == "ntk":
-        return NTKMap(kernel, n_features=n_features, seed=seed, **opts)
+        opts["gamma"] = gamma
+    if kernel in KERNELS:
+        return MAPS.get(kernel)(kernel, n_features=n_features, seed=seed, **opts)
     from rfcli.errors import UsageError
 
     raise UsageError(f"unknown kernel {kernel!r} (known: {', '.join(KERNELS)})")
@@ -63,6 +91,7 @@ __all__ = [
     "RandomActivationMap",
     "RowReducer",
     "TARGETS",
+    "TARGET_NAMES",
     "ntk_kernel",
     "target_kernel",
     "ArcCosineMap",

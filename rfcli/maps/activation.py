@@ -287,6 +287,8 @@ class RandomActivationMap(FeatureMap):
     """``sigma(W'x)`` features: Gaussian W and the target activation (``activation``), or
     ternary W and thresholds (``ternary``); see the module docstring."""
 
+    input_dtype = np.float32
+
     array_names = ("W_",)
 
     def __init__(

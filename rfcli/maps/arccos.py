@@ -61,6 +61,8 @@ def relu_weights(seed: int, stream: int, d: int, m: int, modified: bool) -> np.n
 class ArcCosineMap(FeatureMap):
     """Arc-cosine features (see module docstring)."""
 
+    input_dtype = np.float32
+
     array_names = ("W_",)
 
     def __init__(

@@ -38,6 +38,9 @@ class FeatureMap:
     needs_box: ClassVar[bool] = False
     #: names of the drawn/fitted arrays (attributes with a trailing underscore)
     array_names: ClassVar[tuple[str, ...]] = ()
+    #: the dtype transform_raw computes on: float32 for maps that round their (preprocessed)
+    #: inputs to float32 first, so an encode may read them as float32 (same values)
+    input_dtype: ClassVar[type] = np.float64
 
     def __init__(self, n_features: int, seed: int = 0):
         self.n_features = int(n_features)

@@ -67,6 +67,8 @@ def check_gamma(gamma: float | str) -> float | str:
 class FourierMap(FeatureMap):
     """Cosine random Fourier features with random phase (see module docstring)."""
 
+    input_dtype = np.float32
+
     value_law = "arcsine"
     default_quantizer = "lm"
     array_names = ("W_", "tau_")

@@ -108,6 +108,8 @@ def split_features(m: int) -> tuple[int, int, int]:
 class NTKMap(FeatureMap):
     """NTK features (see module docstring); ``n_features = m_cs + m1``."""
 
+    input_dtype = np.float32
+
     kind = "ntk"
     value_law = "ntk"
     default_quantizer = "empirical"

@@ -37,6 +37,8 @@ MAX_KAPPA = 80.0
 class PositiveMap(FeatureMap):
     """Positive random features (see module docstring); ``gamma`` is beta."""
 
+    input_dtype = np.float32
+
     kind = "positive"
     value_law = "positive"
     default_quantizer = "empirical"

@@ -118,8 +118,9 @@ class Preprocessor:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        if not (self.standardize or self.normalize_rows):
-            return np.asarray(X, dtype=np.float64)  # nothing to do: no copy
+        if not (self.standardize or self.normalize_rows):  # nothing to do: no copy
+            X = np.asarray(X)
+            return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
         X = np.array(X, dtype=np.float64, copy=True)
         if self.standardize:
             X -= self.mean_

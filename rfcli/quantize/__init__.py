@@ -1,8 +1,14 @@
 """Quantizers (docs/methods.md, Quantizers) and bit packing (docs/store-format.md)."""
 
-from rfcli.quantize import empirical, floats, grid, lloyd_max, trits  # noqa: F401  (register kinds)
+from rfcli.quantize import lloyd_max  # registers lm and lm2, the default quantizers
 from rfcli.quantize.base import QUANTIZERS, Quantizer
 from rfcli.quantize.packing import pack_codes, packed_row_bytes, unpack_codes
+
+# the other kinds' modules are imported when a kind is first asked for
+QUANTIZERS.lazy("rfcli.quantize.grid", "uniform", "stoc", "sign", "binary")
+QUANTIZERS.lazy("rfcli.quantize.trits", "ternary", "trits")
+QUANTIZERS.lazy("rfcli.quantize.floats", "none")
+QUANTIZERS.lazy("rfcli.quantize.empirical", "empirical")
 
 #: kinds a user can ask for by name with a bit count
 DESIGNABLE = ("lm", "lm2", "stoc", "uniform", "sign")

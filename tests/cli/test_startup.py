@@ -13,12 +13,28 @@ from rfcli.cli import COMMANDS, cli
 HEAVY = ("numpy", "scipy", "pyarrow", "zarr", "rich", "dask", "fsspec")
 
 
-def _modules_after(*args: str) -> set[str]:
-    """The heavy packages imported by ``rfcli ARGS`` (run in a fresh interpreter)."""
+#: modules an encode with the default map and quantizer does not need
+OTHER_COMPONENTS = (
+    "scipy",
+    "zarr",
+    "rfcli.maps.activation",
+    "rfcli.maps.arccos",
+    "rfcli.maps.gauss_legendre",
+    "rfcli.maps.ntk",
+    "rfcli.maps.positive",
+    "rfcli.quantize.empirical",
+    "rfcli.quantize.grid",
+    "rfcli.quantize.trits",
+    "rfcli.quantize.floats",
+)
+
+
+def _modules_after(*args: str, watch: tuple[str, ...] = HEAVY) -> set[str]:
+    """The modules of ``watch`` imported by ``rfcli ARGS`` (run in a fresh interpreter)."""
     code = (
         "import atexit, sys\n"
         "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + ' '.join(sorted(m for m in "
-        f"{HEAVY!r} if m in sys.modules)) + '\\n'))\n"
+        f"{watch!r} if m in sys.modules)) + '\\n'))\n"
         f"sys.argv = ['rfcli', *{list(args)!r}]\n"
         "from rfcli.cli import main\n"
         "main()\n"
@@ -37,6 +53,31 @@ def test_fast_paths_import_no_numeric_library(args):
 
 def test_a_command_imports_what_it_uses():  # the check above can see an import
     assert "numpy" in _modules_after("encode", "--bogus")
+
+
+def test_an_encode_imports_only_the_components_it_runs(tmp_path):
+    import numpy as np
+
+    src = tmp_path / "x.csv"
+    np.savetxt(src, np.random.default_rng(0).normal(size=(50, 3)), delimiter=",",
+               header="a,b,c", comments="")  # fmt: skip
+    args = ("encode", str(src), "-o", str(tmp_path / "s.zarr"), "-m", "8", "--gamma", "1")
+    assert _modules_after(*args, watch=OTHER_COMPONENTS) == set()
+    # ...and one that needs another map loads its module
+    args2 = ("encode", str(src), "-o", str(tmp_path / "t.zarr"), "-m", "8", "--kernel", "arccos0")
+    assert "rfcli.maps.arccos" in _modules_after(*args2, watch=OTHER_COMPONENTS)
+
+
+def test_lazily_imported_components_are_all_registered():
+    from rfcli.maps import KERNELS, MAPS, TARGET_NAMES, FeatureMap
+    from rfcli.maps.activation import TARGETS
+    from rfcli.quantize import QUANTIZERS, Quantizer
+
+    assert tuple(TARGETS) == TARGET_NAMES
+    assert set(MAPS.kinds()) == set(KERNELS)
+    # each lazy kind is registered by the module it names (else get() raises)
+    assert all(issubclass(MAPS.get(k), FeatureMap) for k in MAPS.kinds())
+    assert all(issubclass(QUANTIZERS.get(k), Quantizer) for k in QUANTIZERS.kinds())
 
 
 def test_command_list_matches_the_commands():

@@ -244,3 +244,48 @@ def test_memory_budget_changes_chunking_not_the_store(tmp_path, letter_small):
     assert parse_size("1.5G") == 3 << 29 and parse_size("512k") == 512 << 10
     with pytest.raises(Exception, match="not a size"):
         parse_size("lots")
+
+
+def test_float32_staging_holds_the_float64_values_rounded():
+    """An encoder that computes on float32 reads its chunks as float32: each value is
+    rounded once, exactly as the float64 chunk's value would be rounded (64-bit integers
+    through float64, as before), so the codes are those of the float64 path."""
+    from rfcli.io.readers import Selection, make_chunk
+
+    # 2**54 + 2**30 + 1 rounds up as float32, but to the even float32 through float64
+    big = np.array([2**54 + 2**30 + 1, 2**24 + 1, -(2**40) - 3, 7], dtype=np.int64)
+    cols = {
+        "i64": big,
+        "u64": big.astype(np.uint64) & np.uint64(2**62 - 1),
+        "i32": np.array([2**24 + 1, -(2**31), 3, 5], dtype=np.int32),
+        "f64": np.array([0.1, 1e30, -3.3e-39, np.pi]),
+        "f16": np.array([0.1, 2, -3, 65504], dtype=np.float16),
+        "f32": np.array([0.1, 2, -3, 4], dtype=np.float32),
+    }
+    sel = Selection(list(cols), None, [])
+    ref = make_chunk(cols, sel, 0, 0, "error", "t").X
+    got = make_chunk(cols, sel, 0, 0, "error", "t", np.float32).X
+    assert ref.dtype == np.float64 and got.dtype == np.float32
+    assert np.array_equal(got, ref.astype(np.float32))
+    # a float64 beyond float32's range is refused by name, not encoded as inf
+    cols["f64"][1] = 1e39
+    with pytest.raises(InputError, match=r"column 'f64' is 1e\+39 \(beyond float32's range\)"):
+        make_chunk(cols, sel, 0, 0, "error", "t", np.float32)
+
+
+def test_float32_and_float64_rows_give_the_same_codes(tmp_path):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 5)).astype(np.float32).astype(np.float64)
+    paths = []
+    for dt in (np.float64, np.float32):
+        cols = {f"x{j}": X[:, j].astype(dt) for j in range(5)}
+        src = write_parquet(tmp_path / f"{dt.__name__}.parquet", **cols)
+        out = tmp_path / f"{dt.__name__}.zarr"
+        res = encode(src, str(out), EncodeSettings(n_features=64, bits=2, gamma=0.5))
+        paths.append(out)
+    assert res.encoder.input_dtype is np.float32
+    assert chunk_files_digest(paths[0]) == chunk_files_digest(paths[1])
+    # the float32 staging against the float64 rows the encoder was given before
+    a = res.encoder.encode_chunk(X, 0)
+    b = res.encoder.encode_chunk(X.astype(np.float32), 0)
+    assert np.array_equal(a.packed, b.packed) and np.array_equal(a.norms, b.norms)

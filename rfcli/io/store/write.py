@@ -271,8 +271,9 @@ class StoreWriter:
             self._flush(self.chunk_rows)
 
     def _flush(self, rows: int) -> None:
-        def cat(get):
-            return np.concatenate([get(b) for b in self._buf])
+        def cat(get):  # one buffered chunk (the usual case): its arrays, not a copy
+            parts = [get(b) for b in self._buf]
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
         cols: dict[str, np.ndarray] = {
             "codes": cat(lambda b: b[0].packed),
