@@ -12,10 +12,14 @@ DEMO_SVM ?=
 # the runtime alone (`pip install -e .`, no extras): what `make demo` needs
 runtime: $(VENV)/.runtime
 
+# an editable install leaves rfcli's bytecode to the first imports (which write none where
+# PYTHONDONTWRITEBYTECODE is set, compiling every module at every start): compile it, as
+# pip does for an installed package
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
+	$(PY) -m compileall -q rfcli
 	touch $@
 
 # the runtime and the test extras (pytest, hypothesis, dask, s3fs, moto): `make test`
@@ -25,6 +29,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m compileall -q rfcli
 	touch $@ $(VENV)/.runtime
 
 # the whole job on sample_data/letter (12,000 training rows, 8,000 test rows, 26 classes):

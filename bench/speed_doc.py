@@ -68,7 +68,11 @@ def encode_doc(e) -> list[str]:
         f"{n * e['m'] * 4 / 1e6:,.0f} MB.",
         "",
         "**The floor**: each step the encode cannot avoid, alone on one core, on the same rows "
-        f"(best of 3); the floor is their sum spread over the {cores} cores.",
+        f"(best of 3), their sum spread over the {cores} cores; for a process, the start of "
+        "a Python interpreter that imports numpy and pyarrow comes first (it runs before "
+        "any row can be read: `python -c 'import numpy, pyarrow.parquet'`, best of "
+        f"{len(r['walls'])}).  The bytes are written as a new store's are: new files in a new "
+        "directory.",
         "",
         "| step | seconds (1 core) |",
         "|---|---|",
@@ -76,20 +80,25 @@ def encode_doc(e) -> list[str]:
     L += [f"| {k} | {v:.3f} |" for k, v in fl["steps"].items()]
     L += [
         f"| sum | {fl['sum']:.3f} |",
-        f"| floor on {cores} cores | {floor_s:.3f} |",
-        "",
-        f"The encode as a process (start-up included) runs at {floor_s / r['wall']:.0%} of the "
-        f"floor; with 1 thread it uses {one['cpu'] / one['wall']:.2f} CPU-seconds per "
-        "wall-second.",
+        f"| the steps on {cores} cores | {floor_s:.3f} |",
     ]
-    if "interpreter" in e:
-        py = e["interpreter"]
+    py = e.get("interpreter")
+    if py is not None:
+        L += [
+            f"| interpreter start (numpy, pyarrow) | {py:.3f} |",
+            f"| floor of a process | {py + floor_s:.3f} |",
+        ]
+    L.append("")
+    if py is not None:
         L.append(
-            f"Counting also the start of a Python process that imports numpy and pyarrow "
-            f"({py:.2f} s, which any Python tool pays), it runs at "
-            f"{(floor_s + py) / r['wall']:.0%} of that floor."
+            f"The encode as a process runs at {(floor_s + py) / r['wall']:.0%} of the floor of a "
+            f"process, and at {floor_s / r['wall']:.0%} of the steps alone (a floor without the "
+            "interpreter's start, which a process cannot reach)."
         )
+    else:
+        L.append(f"The encode as a process runs at {floor_s / r['wall']:.0%} of the floor.")
     L += [
+        f"With 1 thread it uses {one['cpu'] / one['wall']:.2f} CPU-seconds per wall-second.",
         "",
     ]
     return L
@@ -160,6 +169,11 @@ def speed_doc(res) -> list[str]:
     return L
 
 
+def _process_floor(e) -> float:
+    """The interpreter's start, then the floor's steps spread over the threads."""
+    return e.get("interpreter", 0.0) + e["floor"]["sum"] / e["threads"]
+
+
 def targets_doc(res) -> list[str]:
     """Each target of the speed work, checked against this run's numbers."""
     out = ["## Against the targets", ""]
@@ -172,7 +186,9 @@ def targets_doc(res) -> list[str]:
             "the rows/s of RBFSampler(float32).fit(X).transform(X) on the in-memory array "
             f"(first call, medians; {e['rbf32']['warm_wall'] / r['wall']:.2f}x a repeated call) "
             "(target: at least 1.5x), at "
-            f"{fl['sum'] / e['threads'] / r['wall']:.0%} of the floor (target: at least 70%)."
+            f"{_process_floor(e) / r['wall']:.0%} of the floor of a process and "
+            f"{fl['sum'] / e['threads'] / r['wall']:.0%} of the steps alone "
+            "(target: at least 70% of the floor)."
         )
         one = e["rfcli_threads1"]
         out.append(
