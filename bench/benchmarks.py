@@ -304,7 +304,7 @@ def main():
             elif part == "startup":
                 res["startup"] = speed.startup_section()
             elif part == "encode":
-                res["encode"] = speed.encode_section(synth64, "y", work, reps=1 if q else 5)
+                res["encode"] = speed.encode_section(synth64, "y", work, reps=1 if q else 9)
             elif part == "krr":
                 store = os.path.join(work, "krr.zarr")
                 run_cli("encode", synth64, "-o", store, "--label", "y", "-m", 2048, "-b", 2,

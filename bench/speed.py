@@ -98,16 +98,19 @@ print(json.dumps({"first_wall": first[0], "first_cpu": first[1], "warm_wall": wa
 """
 
 
-def rbfsampler(path: str, label: str, m: int, gamma: float, dtype: str, reps: int = 3) -> dict:
-    """RBFSampler in fresh processes: the first call (what a script pays: its output's
-    pages are touched for the first time) best of ``reps`` processes, and the best of 3
-    repeated calls in one process (warm allocator)."""
-    runs = [
-        json.loads(
-            timed_process([sys.executable, "-c", _RBF, path, label, str(m), str(gamma), dtype])[2]
-        )  # fmt: skip
-        for _ in range(reps)
-    ]
+def rbf_process(path: str, label: str, m: int, gamma: float, dtype: str) -> dict:
+    """One fresh process: RBFSampler's first call (what a script pays: its output's pages
+    are touched for the first time) and the best of 3 repeated calls (warm allocator)."""
+    cmd = [sys.executable, "-c", _RBF, path, label, str(m), str(gamma), dtype]
+    return json.loads(timed_process(cmd)[2])
+
+
+def rbfsampler(path: str, label: str, m: int, gamma: float, dtype: str, reps: int = 3,
+               runs: list[dict] | None = None) -> dict:  # fmt: skip
+    """RBFSampler in ``reps`` fresh processes (or the processes ``runs`` already ran): the
+    process with the median first call, every first call, the best repeated call."""
+    if runs is None:
+        runs = [rbf_process(path, label, m, gamma, dtype) for _ in range(reps)]
     mid = median_run(runs, "first_wall")
     return {**mid, "first_walls": sorted(r["first_wall"] for r in runs),
             "warm_wall": min(r["warm_wall"] for r in runs),
@@ -210,7 +213,12 @@ def encode_section(path: str, label: str, work: str, m: int = 2048, bits: int = 
         shutil.rmtree(out, ignore_errors=True)
         return cli(*args, *more)
 
-    runs = [fresh("--threads", threads) for _ in range(reps)]
+    # rfcli and RBFSampler(float32) in turns, so that both meet the machine in the same
+    # states (a first call's time follows the kernel's supply of fresh pages, which drifts)
+    runs, rbf_runs = [], []
+    for _ in range(reps):
+        runs.append(fresh("--threads", threads))
+        rbf_runs.append(rbf_process(path, label, m, gamma, "float32"))
     one = median_run([fresh("--threads", 1) for _ in range(reps)], "wall")
     e2e = {**median_run(runs, "wall"), "walls": sorted(r["wall"] for r in runs)}
     row = {
@@ -220,7 +228,11 @@ def encode_section(path: str, label: str, work: str, m: int = 2048, bits: int = 
         "threads": threads,
         "rfcli": e2e,
         "rfcli_threads1": one,
-        "rbf32": rbfsampler(path, label, m, gamma, "float32", reps),
+        "rbf32": rbfsampler(path, label, m, gamma, "float32", runs=rbf_runs),
+        # the ratio of each turn's two runs, whose median is steadier than medians' ratio
+        "pair_ratios": sorted(
+            b["first_wall"] / a["wall"] for a, b in zip(runs, rbf_runs, strict=True)
+        ),
         "rbf64": rbfsampler(path, label, m, gamma, "float64", 3),
         "floor": encode_floor(path, label, m, bits, gamma, work),
         # the least a Python process that reads Parquet pays before its first row
