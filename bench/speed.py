@@ -214,11 +214,16 @@ def encode_section(path: str, label: str, work: str, m: int = 2048, bits: int = 
         return cli(*args, *more)
 
     # rfcli and RBFSampler(float32) in turns, so that both meet the machine in the same
-    # states (a first call's time follows the kernel's supply of fresh pages, which drifts)
+    # states (a first call's time follows the kernel's supply of fresh pages, which drifts,
+    # and is shortest right after a process that freed as much memory): in the order
+    # A B, B A, A B, ... each side follows itself as often as it follows the other
     runs, rbf_runs = [], []
-    for _ in range(reps):
-        runs.append(fresh("--threads", threads))
-        rbf_runs.append(rbf_process(path, label, m, gamma, "float32"))
+    for i in range(reps):
+        for side in ("rfcli", "rbf") if i % 2 == 0 else ("rbf", "rfcli"):
+            if side == "rfcli":
+                runs.append(fresh("--threads", threads))
+            else:
+                rbf_runs.append(rbf_process(path, label, m, gamma, "float32"))
     one = median_run([fresh("--threads", 1) for _ in range(reps)], "wall")
     e2e = {**median_run(runs, "wall"), "walls": sorted(r["wall"] for r in runs)}
     row = {

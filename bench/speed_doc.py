@@ -49,7 +49,8 @@ def encode_doc(e) -> list[str]:
         f"{len(r32['first_walls'])} processes, and the best of 3 repeated calls in one "
         "process.  The first call's time swings with the kernel's supply of fresh pages "
         "(every run is listed), so the ratios compare medians, and the two sides run in "
-        "turns."
+        "turns (rfcli first, then RBFSampler first, and so on: each side follows itself as "
+        "often as the other)."
         + (
             f"  The ratio within each turn (RBFSampler's first call / rfcli's run) ranges "
             f"{min(e['pair_ratios']):.2f}-{max(e['pair_ratios']):.2f}x, median "

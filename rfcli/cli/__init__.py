@@ -294,4 +294,35 @@ def main() -> None:
     import signal
 
     signal.signal(signal.SIGTERM, _terminate)
-    cli(prog_name="rfcli")
+    try:
+        cli(prog_name="rfcli")
+    except SystemExit as e:
+        _exit(e.code)
+
+
+def _exit(code) -> None:
+    """End the process without the interpreter's teardown of every loaded module (with
+    numpy and pyarrow loaded, 40-55 ms of a command's wall time, measured on an encode):
+    the exit handlers run (atexit, weakref finalizers) and the standard streams are
+    flushed first.  With another thread still alive, or a stream that cannot be flushed
+    (a closed pipe), the interpreter exits as usual."""
+    import atexit
+    import os
+    import threading
+
+    if threading.active_count() > 1 or not hasattr(atexit, "_run_exitfuncs"):
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        raise SystemExit(code) from None
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # sys.exit("message"): the message on stderr, status 1
+        print(code, file=sys.stderr, flush=True)
+        status = 1
+    os._exit(status & 0xFF)

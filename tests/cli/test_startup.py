@@ -3,6 +3,7 @@ the group's command list (written out for that) matches the commands themselves.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -94,3 +95,24 @@ def test_sweep_models_are_the_train_models():
     sweep = cli.get_command(None, "sweep")
     (opt,) = [p for p in sweep.params if p.name == "model"]
     assert tuple(opt.type.choices) == MODELS
+
+
+@pytest.mark.parametrize("args, status", [(["--version"], 0), (["train", "--bogus"], 2)])
+def test_the_fast_exit_keeps_status_handlers_and_output(tmp_path, args, status):
+    """main() ends the process without the interpreter's teardown, after the exit
+    handlers and with the standard streams flushed."""
+    mark = tmp_path / "handler-ran"
+    code = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(mark)!r}, 'w').close())\n"
+        f"sys.argv = ['rfcli', *{args!r}]\n"
+        "sys.stdout.write('buffered line\\n')\n"  # still in the buffer at the exit
+        "from rfcli.cli import main\n"
+        "main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a buffered stdout
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=env)  # fmt: skip
+    assert r.returncode == status
+    assert r.stdout.startswith("buffered line\n")
+    assert mark.exists()
