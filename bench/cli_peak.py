@@ -7,15 +7,16 @@ import subprocess
 import sys
 import time
 
+# an exit handler: rfcli's main() ends the process after the exit handlers have run
 _PEAK = """
-import sys
-sys.argv = ["rfcli"] + sys.argv[1:]
-try:
-    from rfcli.cli import main
-    main()
-finally:
+import atexit, sys
+def peak():
     hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0].split()[1]
     sys.stderr.write("PEAK_RSS_KIB %s\\n" % hwm)
+atexit.register(peak)
+sys.argv = ["rfcli"] + sys.argv[1:]
+from rfcli.cli import main
+main()
 """
 
 
