@@ -106,8 +106,8 @@ def encode_doc(e) -> list[str]:
     if py is not None:
         L.append(
             f"The encode as a process runs at {(floor_s + py) / r['wall']:.0%} of the floor of a "
-            f"process, and at {floor_s / r['wall']:.0%} of the steps alone (a floor without the "
-            "interpreter's start, which a process cannot reach)."
+            f"process, and at {floor_s / r['wall']:.0%} of the steps alone (without the "
+            "interpreter's start: a floor no Python process reaches)."
         )
     else:
         L.append(f"The encode as a process runs at {floor_s / r['wall']:.0%} of the floor.")
