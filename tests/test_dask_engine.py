@@ -157,9 +157,10 @@ def test_svm_on_dask_equals_local(letter_store, scheduler):
 
 def test_svm_validation_on_dask_picks_the_same_C(letter_store, scheduler, monkeypatch):
     from rfcli.jobs import train as training
+    from rfcli.learn import selection
 
     monkeypatch.setattr(training, "C_GRID", (0.1, 10.0))
-    monkeypatch.setattr(training, "MAX_EXTENSIONS", 0)
+    monkeypatch.setattr(selection, "MAX_EXTENSIONS", 0)
     kw = dict(model="svm", max_iter=15, cv_folds=2)
     local = train(letter_store, None, TrainSettings(**kw))
     dist = train(letter_store, None, TrainSettings(**kw), **on_dask(scheduler))
@@ -299,9 +300,9 @@ def test_a_worker_killed_during_svm_training(tmp_path, letter_store, cluster, mo
     """The SVM's slices live in the workers' memory; a worker dies in the 4th pass: its
     slices are read again from the store and the result is the same as without the kill
     (the tree of sums does not depend on which worker computed what)."""
-    from rfcli.jobs import train as training
+    from rfcli.learn import selection
 
-    original = training._svm_pass
+    original = selection.svm_pass
     counter = str(tmp_path / "calls")
     os.makedirs(counter)
 
@@ -315,7 +316,7 @@ def test_a_worker_killed_during_svm_training(tmp_path, letter_store, cluster, mo
 
     kw = dict(model="svm", C=1.0, max_iter=8)
     clean = train(letter_store, None, TrainSettings(**kw), **on_dask(cluster))
-    monkeypatch.setattr(training, "_svm_pass", dies_once)
+    monkeypatch.setattr(selection, "svm_pass", dies_once)
     killed = train(letter_store, None, TrainSettings(**kw), **on_dask(cluster))
     assert os.path.exists(counter + ".killed")
     np.testing.assert_array_equal(killed.model.W, clean.model.W)

@@ -11,8 +11,10 @@ import pytest
 
 from rfcli import EncodeSettings, FeatureStore, ReadSettings, encode
 from rfcli.jobs import train as training
-from rfcli.jobs.train import TrainSettings, fold_sizes, train
+from rfcli.jobs.train import TrainSettings, train
+from rfcli.learn import selection
 from rfcli.learn.data import StoreData, fold_ids
+from rfcli.learn.selection import fold_sizes
 from rfcli.learn.svm import fit_svm, loss_terms
 from tests.helpers import write_parquet
 
@@ -53,7 +55,7 @@ def _search(score_of, grid=(0.01, 0.1, 1.0, 10.0, 100.0), lower=False, larger=Fa
         asked.append(list(values))
         return {v: [score_of(v)] * 3 for v in values}
 
-    return training._select(grid, evaluate, lower, larger), asked
+    return selection.grid_search(grid, evaluate, lower, larger), asked
 
 
 def test_grid_extends_towards_the_best_edge_and_warns():
@@ -61,7 +63,7 @@ def test_grid_extends_towards_the_best_edge_and_warns():
     assert asked == [[0.01, 0.1, 1.0, 10.0, 100.0], [1000.0], [10000.0]]
     assert sel["best"] == 10000.0 and sel["extended"] == [1000.0, 10000.0]
     assert sel["edge"] == "upper"
-    cv = training._cv_report("C", "accuracy", 3, [10, 10, 10], sel)
+    cv = selection.cv_report("C", "accuracy", 3, [10, 10, 10], sel)
     assert "upper edge" in cv["warning"] and "larger C" in cv["warning"]
 
 
@@ -70,7 +72,7 @@ def test_grid_extension_stops_when_the_best_is_inside():
     sel, asked = _search(lambda c: -abs(np.log10(c) + 2.4))
     assert asked[1:] == [[0.001]]
     assert sel["best"] == 0.01 and sel["edge"] is None and sel["values"][0] == 0.001
-    assert training._cv_report("C", "accuracy", 3, [10] * 3, sel)["warning"] is None
+    assert selection.cv_report("C", "accuracy", 3, [10] * 3, sel)["warning"] is None
     # a minimum (MSE): the lowest mean wins
     sel, asked = _search(lambda a: (np.log10(a) - 1.2) ** 2, lower=True)
     assert sel["best"] == 10.0 and asked[1:] == [] and sel["edge"] is None
@@ -89,13 +91,13 @@ def test_path_warm_start_moves_along_the_secant():
     W1, W2 = np.ones((3, 2)), 3 * np.ones((3, 2))
     b1, b2 = np.zeros(2), np.ones(2)
     sols = {1.0: (W1, b1), 10.0: (W2, b2)}
-    W, b = training._path_start(sols, 100.0)  # half a step beyond 10 on the line 1 -> 10
+    W, b = selection.path_start(sols, 100.0)  # half a step beyond 10 on the line 1 -> 10
     np.testing.assert_allclose(W, 4 * np.ones((3, 2)))
     np.testing.assert_allclose(b, 1.5 * np.ones(2))
-    W, b = training._path_start(sols, 0.1)  # downwards from 1, away from 10
+    W, b = selection.path_start(sols, 0.1)  # downwards from 1, away from 10
     np.testing.assert_allclose(W, 0 * W1)
-    assert training._path_start({1.0: (W1, b1)}, 10.0)[0] is W1
-    assert training._path_start({}, 1.0) is None
+    assert selection.path_start({1.0: (W1, b1)}, 10.0)[0] is W1
+    assert selection.path_start({}, 1.0) is None
 
 
 # -- stores ---------------------------------------------------------------------------------
@@ -212,18 +214,18 @@ def test_svm_cv_folds_equal_separate_fits(small):
     the margins are float32 products (relative rounding ~1e-7), which products of other
     shapes round differently; 1e-6 relative is far below what one dropped or misassigned
     row changes (its loss is about 1e-3 of the objective)."""
-    from rfcli.jobs.train import _augmented_gram, _fold_stats_pass
+    from rfcli.learn.selection import augmented_gram, fold_stats_pass
     from rfcli.learn.targets import Targets
 
     data = StoreData(FeatureStore(small), normalized=False, chunk_rows=128)
     targets = Targets.fit((y for _, y in data.labels()), None, "int")
     k, nf, C, m = len(targets.classes), 3, 0.5, 64
-    (stats,) = _fold_stats_pass(data, None, 0, 0)
+    (stats,) = fold_stats_pass(data, None, 0, 0)
 
     def stacked(W32, b, C, delta):
-        return training._svm_pass(data, targets, k, 0, nf, W32, b, C, "squared_hinge", delta)
+        return selection.svm_pass(data, targets, k, 0, nf, W32, b, C, "squared_hinge", delta)
 
-    gram = _augmented_gram(stats) * (1 - 1 / nf)
+    gram = augmented_gram(stats) * (1 - 1 / nf)
     W, b, rep = fit_svm(stacked, m, nf * k, C, gram=gram, tol=1e-12, max_iter=5000)
     F, y = _decoded(small)
     idx = targets.index(y)
