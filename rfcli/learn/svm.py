@@ -58,11 +58,10 @@ class LinearSVM(LinearModel):
         return np.column_stack((-s[:, 0], s[:, 0])) if self.W.shape[1] == 1 else s
 
 
-def _loss(u: np.ndarray, loss: str, delta: float) -> tuple[np.ndarray, np.ndarray]:
-    """Loss values and derivatives at margins violations u = 1 - y f."""
-    if loss == "squared_hinge":
-        a = np.maximum(u, 0.0)
-        return a * a, 2.0 * a
+def _hinge(u: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """The hinge loss's values and derivatives at margin violations u = 1 - y f, smoothed
+    (Huber) over [0, delta] when delta > 0 (the squared hinge is computed in place in
+    :func:`loss_terms`)."""
     if delta <= 0:
         return np.maximum(u, 0.0), (u > 0).astype(u.dtype)
     quad = (u > 0) & (u < delta)
@@ -110,7 +109,7 @@ def loss_terms(
             u *= -2.0 * C  # the gradient in the scores: -2 C y max(0, u)
             gS = u
         else:
-            val, der = _loss(u, loss, delta)
+            val, der = _hinge(u, delta)
             total += val.sum(0)
             gS = -(C * der * Y)
         gW += (F.T @ gS.astype(np.float32)).astype(np.float64)

@@ -75,10 +75,22 @@ def test_lazily_imported_components_are_all_registered():
     from rfcli.quantize import QUANTIZERS, Quantizer
 
     assert tuple(TARGETS) == TARGET_NAMES
+    # the command line's own lists (its help imports no numeric library) are the maps'
+    from rfcli.cli.options import BANDWIDTH_KERNELS, GP_KERNELS
+    from rfcli.maps.gauss_legendre import GLF_KERNELS
+
+    assert GP_KERNELS == GLF_KERNELS
+    assert set(BANDWIDTH_KERNELS) == {k for k in KERNELS if "gamma" in _init_args(MAPS.get(k))}
     assert set(MAPS.kinds()) == set(KERNELS)
     # each lazy kind is registered by the module it names (else get() raises)
     assert all(issubclass(MAPS.get(k), FeatureMap) for k in MAPS.kinds())
     assert all(issubclass(QUANTIZERS.get(k), Quantizer) for k in QUANTIZERS.kinds())
+
+
+def _init_args(cls) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(cls.__init__).parameters)
 
 
 def test_command_list_matches_the_commands():
