@@ -41,9 +41,16 @@ def committed(out) -> int:
         return 0
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_until(args, out, rows, sig):
     """Start the encode, send ``sig`` once ``rows`` rows are committed; its result."""
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a test run started in the background (SIGINT ignored, which children inherit) still
+    # gives the encode Python's Ctrl-C handler
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_default_sigint)  # fmt: skip
     while p.poll() is None and committed(out) < rows:
         time.sleep(0.002)
     if p.poll() is None:
