@@ -152,6 +152,21 @@ class LocalEngine(Engine):
     def _encode_loop(self, source, sel, read, encoder, writer) -> None:
         start = writer.rows_written  # > 0 when resuming
         threads = self.threads
+        # results already written, whose arrays the next chunks are encoded into (the writer
+        # keeps none of them): the loop touches no new memory for its outputs
+        spare: deque = deque()
+
+        def encode(ch):
+            try:
+                out = spare.popleft()  # atomic: worker threads share the deque
+            except IndexError:
+                out = None
+            return encoder.encode_chunk(ch.X, ch.row0, out)
+
+        def write(enc, ch):
+            writer.write(enc, ch.label, ch.ids)
+            spare.append(enc)
+
         with (
             self.progress.task("encoding", source.num_rows) as task,
             blas_threads(1),  # each worker thread computes on one core
@@ -164,7 +179,7 @@ class LocalEngine(Engine):
             def drain(limit: int) -> None:
                 while len(pending) > limit:
                     fut, ch = pending.popleft()
-                    writer.write(fut.result(), ch.label, ch.ids)
+                    write(fut.result(), ch)
                     task.advance(len(ch))
 
             chunks = iter_chunks(source, sel, read.chunk_rows, read.on_nan, encoder.input_dtype)
@@ -174,10 +189,10 @@ class LocalEngine(Engine):
                 if ch.row0 < start:
                     ch = _tail(ch, start - ch.row0)
                 if pool is None:  # one thread: read, encode and write in turn
-                    writer.write(encoder.encode_chunk(ch.X, ch.row0), ch.label, ch.ids)
+                    write(encode(ch), ch)
                     task.advance(len(ch))
                     continue
-                pending.append((pool.submit(encoder.encode_chunk, ch.X, ch.row0), ch))
+                pending.append((pool.submit(encode, ch), ch))
                 drain(2 * threads)
             drain(0)
 

@@ -275,6 +275,8 @@ class StoreWriter:
     def write(
         self, enc: EncodedChunk, label: np.ndarray | None = None, ids: dict | None = None
     ) -> None:
+        """Append ``enc``'s rows; once this returns the writer holds none of ``enc``'s arrays
+        (what waits for the next store chunk is copied), so the caller may reuse them."""
         if enc.row0 != self.n_rows + self._buf_rows:
             raise RuntimeError(f"chunk starting at row {enc.row0} written out of order")
         lab = self._label_values(label) if label is not None and self.label_name else None
@@ -283,6 +285,10 @@ class StoreWriter:
         self._buf_rows += enc.packed.shape[0]
         while self._buf_rows >= self.chunk_rows:
             self._flush(self.chunk_rows)
+        if self._buf:  # the rows kept for the next chunk: a copy, not the caller's arrays
+            e, lab, idv = self._buf[-1]
+            rs = None if e.row_scale is None else e.row_scale.copy()
+            self._buf[-1] = (EncodedChunk(e.row0, e.packed.copy(), e.norms.copy(), rs), lab, idv)
 
     def _flush(self, rows: int) -> None:
         def cat(get):  # one buffered chunk (the usual case): its arrays, not a copy
