@@ -198,6 +198,15 @@ def test_train_in_memory_equals_encode_then_train(rows, letter_store, tmp_path, 
     assert np.array_equal(rfcli.predict(res, test)["prediction"], p_ref)
 
 
+def test_a_parquet_path_with_its_label_is_raw_input(rows):
+    """A file that is not a store, given with read.label and no encode settings, is encoded
+    with the default settings (not refused as a store given read)."""
+    res = rfcli.train(rows[1], None, rfcli.TrainSettings(model="krr", alpha=1.0),
+                      rfcli.ReadSettings(label="label"))  # fmt: skip
+    assert res.trained_on["input"] == rows[1]
+    assert res.encoder.n_features == rfcli.EncodeSettings().n_features
+
+
 def test_train_gpr_in_memory_equals_the_file(tmp_path):
     """rfcli.train_gpr on quakes as a DataFrame (label column, or X and y) == on the file:
     the same encoder and posterior weights."""

@@ -161,15 +161,16 @@ def train(
 def _training_store(data, output, read, encode, y, engine, progress, threads):
     """The store to train on, or raw input as one (:class:`EncodedInput`, its encoder
     fitted now), and what the model file records it as."""
-    if location.is_path(data) and encode is None and y is None:
+    store = location.is_store(data)
+    if store or (location.is_path(data) and encode is None and y is None and read is None):
         if read is not None:
             raise UsageError("read is for raw input: a store's columns and label are fixed")
-        path = os.fspath(data)
+        if encode is not None or y is not None:
+            raise UsageError(
+                "encode and y are for raw input: a store is encoded already, with its label"
+            )
+        path = os.fspath(data)  # not a store: FeatureStore says what it is
         return FeatureStore(path), {"store": path}
-    if location.is_store(data):
-        raise UsageError(
-            "encode and y are for raw input: a store is encoded already, with its label"
-        )
     if engine != "local":
         raise UsageError(
             "training on raw input encodes it in this process: use the local engine, or "
