@@ -324,6 +324,13 @@ def test_bad_in_memory_inputs_are_one_line_errors(rows, letter_store, tmp_path):
             UsageError,
             "a model file holds one regression output; y has 2 columns",
         ),
+        (  # the same from the result of a training without an output
+            lambda: rfcli.train(
+                X, None, krr, y=np.random.default_rng(1).normal(size=(500, 2))
+            ).save(str(tmp_path / "m2.npz")),
+            UsageError,
+            "a model file holds one regression output; y has 2 columns",
+        ),
         (
             lambda: rfcli.train(X, None, rfcli.TrainSettings(model="svm"), y=np.ones((500, 2))),
             UsageError,

@@ -81,9 +81,19 @@ class TrainResult:
 
     def save(self, path: str, *, overwrite: bool = False) -> str:
         """Write the model file (JSON and arrays, no pickle) that ``rfcli predict`` uses."""
+        targets = self.model.targets
+        _check_one_output(targets.n_outputs if isinstance(targets, _Outputs) else 1)
         save_model(path, self.model, self.encoder, {"trained_on": self.trained_on},
                    overwrite=overwrite)  # fmt: skip
         return path
+
+
+def _check_one_output(outputs: int) -> None:
+    if outputs > 1:
+        raise UsageError(
+            f"a model file holds one regression output; y has {outputs} columns (train "
+            "one model per column to save them, or give no output)"
+        )
 
 
 def check_output(output: str | None, overwrite: bool) -> None:
@@ -182,12 +192,8 @@ def _training_store(data, output, read, encode, y, engine, progress, threads):
     encode = encode or EncodeSettings()
     with open_engine("local", progress=progress, threads=threads) as eng:
         source = open_source(for_engine(eng, data), read.fmt)
-        outputs = getattr(source, "widths", {}).get(read.label, 1)
-        if output is not None and outputs > 1:
-            raise UsageError(
-                f"a model file holds one regression output; y has {outputs} columns (train "
-                "one model per column to save them, or give no output)"
-            )
+        if output is not None:  # refused before any pass
+            _check_one_output(getattr(source, "widths", {}).get(read.label, 1))
         encoder, sel = fit_on_source(eng, source, encode, read)
     store = EncodedInput(source, sel, encoder, chunk_rows=encode.store_chunk_rows,
                          on_nan=read.on_nan)  # fmt: skip
