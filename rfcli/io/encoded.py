@@ -78,7 +78,8 @@ class EncodedInput:
         stop = self.n_rows if stop is None else min(stop, self.n_rows)
         enc = self.encoder
         for ch in read_range(self.source, self._features, start, stop,
-                             chunk_rows or self.chunk_rows, self.on_nan):  # fmt: skip
+                             chunk_rows or self.chunk_rows, self.on_nan,
+                             enc.input_dtype):  # fmt: skip
             yield enc.encode_chunk(ch.X, ch.row0)
 
     def label_values(self, start: int = 0, stop: int | None = None) -> np.ndarray | None:

@@ -297,13 +297,14 @@ class RawData:
         )
 
     def _chunks(self):
+        dtype = self.encoder.input_dtype  # the rows as the encoder reads them best
         if self.source is not None and self.stop is None:
-            yield from iter_chunks(self.source, self.sel, self.chunk_rows, self.on_nan)
+            yield from iter_chunks(self.source, self.sel, self.chunk_rows, self.on_nan, dtype)
             return
         src = self.source if self.source is not None else ParquetSource(self.path)
         try:
             yield from read_range(src, self.sel, self.start, self.stop, self.chunk_rows,
-                                  self.on_nan)  # fmt: skip
+                                  self.on_nan, dtype)  # fmt: skip
         finally:
             if self.source is None:
                 src.close()
