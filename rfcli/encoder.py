@@ -70,7 +70,7 @@ class Encoder:
         self, X: np.ndarray, row0: int, out: EncodedChunk | None = None
     ) -> EncodedChunk:
         """Encode rows ``row0 .. row0+len(X)`` (global indices), into the arrays of ``out``
-        (an earlier result of as many rows or more, no longer needed) when given: a chunk
+        (an earlier result of as many rows or more that nothing holds any more) when given: a chunk
         loop that recycles its results touches no new memory for them (each new page
         costs a fault and its zeroing: 0.13 CPU-s of 1.5 on 200,000 rows at m = 2048).
 

@@ -152,8 +152,9 @@ class LocalEngine(Engine):
     def _encode_loop(self, source, sel, read, encoder, writer) -> None:
         start = writer.rows_written  # > 0 when resuming
         threads = self.threads
-        # results already written, whose arrays the next chunks are encoded into (the writer
-        # keeps none of them): the loop touches no new memory for its outputs
+        # results already in store chunks, whose arrays the next chunks are encoded into: the
+        # loop touches no new memory for its outputs (each new page costs a fault and its
+        # zeroing); a result the writer still holds rows of is left to it
         spare: deque = deque()
 
         def encode(ch):
@@ -165,7 +166,8 @@ class LocalEngine(Engine):
 
         def write(enc, ch):
             writer.write(enc, ch.label, ch.ids)
-            spare.append(enc)
+            if not writer.buffered_rows:
+                spare.append(enc)
 
         with (
             self.progress.task("encoding", source.num_rows) as task,

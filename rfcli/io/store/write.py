@@ -275,8 +275,9 @@ class StoreWriter:
     def write(
         self, enc: EncodedChunk, label: np.ndarray | None = None, ids: dict | None = None
     ) -> None:
-        """Append ``enc``'s rows; once this returns the writer holds none of ``enc``'s arrays
-        (what waits for the next store chunk is copied), so the caller may reuse them."""
+        """Append ``enc``'s rows.  The rows that wait for the next store chunk are kept as
+        they are (:attr:`buffered_rows`): while there are any, ``enc``'s arrays are the
+        writer's; else the caller may reuse them."""
         if enc.row0 != self.n_rows + self._buf_rows:
             raise RuntimeError(f"chunk starting at row {enc.row0} written out of order")
         lab = self._label_values(label) if label is not None and self.label_name else None
@@ -285,10 +286,6 @@ class StoreWriter:
         self._buf_rows += enc.packed.shape[0]
         while self._buf_rows >= self.chunk_rows:
             self._flush(self.chunk_rows)
-        if self._buf:  # the rows kept for the next chunk: a copy, not the caller's arrays
-            e, lab, idv = self._buf[-1]
-            rs = None if e.row_scale is None else e.row_scale.copy()
-            self._buf[-1] = (EncodedChunk(e.row0, e.packed.copy(), e.norms.copy(), rs), lab, idv)
 
     def _flush(self, rows: int) -> None:
         def cat(get):  # one buffered chunk (the usual case): its arrays, not a copy
@@ -344,6 +341,11 @@ class StoreWriter:
     @property
     def rows_written(self) -> int:
         return self.n_rows + self._buf_rows
+
+    @property
+    def buffered_rows(self) -> int:
+        """Rows written but not yet in a store chunk (held as the caller gave them)."""
+        return self._buf_rows
 
     # -- parallel writing (the Dask engine) ----------------------------------------------
     def preallocate(self, n_rows: int, first, classes: list | None) -> None:
