@@ -324,6 +324,13 @@ def test_bad_in_memory_inputs_are_one_line_errors(rows, letter_store, tmp_path):
             UsageError,
             "a model file holds one regression output; y has 2 columns",
         ),
+        (  # refused by the job itself, before a cluster is started
+            lambda: rfcli.train_gpr(
+                df, None, read=rfcli.ReadSettings(label="label", on_nan="drop"), engine="dask"
+            ),  # fmt: skip
+            UsageError,
+            "the dask engine keeps every row in its place",
+        ),
         (  # the same from the result of a training without an output
             lambda: rfcli.train(
                 X, None, krr, y=np.random.default_rng(1).normal(size=(500, 2))

@@ -180,6 +180,7 @@ CLI_PHRASES = [
     ("(set overwrite to replace it)", "(add --overwrite to replace it)", "overwrite", None),
     ("(set on_nan to drop or zero)", "(use --on-nan drop or zero)", "on_nan",
      "(fix or remove those rows)"),
+    ("use on_nan error or zero", "use --on-nan error or zero", "on_nan", None),
     ("(choose them with columns)", "(choose them with --columns)", "columns", None),
     ("; or give the format, fmt)", "; or give --format)", "fmt", ")"),
     (" or give the format, fmt)", " or give --format)", "fmt", ")"),

@@ -13,7 +13,6 @@ from rfcli.cli.options import (
     MemorySize,
     SectionedCommand,
     check_bandwidth,
-    check_dask_on_nan,
     check_family_options,
     check_scope,
     dask_settings,
@@ -347,7 +346,6 @@ def _check_combinations(input_path, output, resume, engine, o: dict) -> None:
             "--resume needs a local output store (a URL store is written in place, not as "
             "a partial store)"
         )
-    check_dask_on_nan(engine, o["on_nan"])
     if o["kernel"] == "positive" and o["hyperbolic"] and o["features"] % 2:
         raise UsageError(f"--hyperbolic needs an even -m, got {o['features']}")
 

@@ -6,7 +6,6 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import (
-    check_dask_on_nan,
     check_model_and_data,
     check_raw_input,
     check_scope,
@@ -77,7 +76,6 @@ def evaluate_cmd(
             raise UsageError("evaluate needs MODEL and TEST (or --kernel-error STORE --data RAW)")
         check_model_and_data(first, test_path, "evaluate MODEL TEST")
         check_raw_input(ctx, test_path)
-        check_dask_on_nan(engine, on_nan)
         out = evaluate(
             first,
             test_path,

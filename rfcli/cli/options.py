@@ -155,15 +155,6 @@ def nan_option(f):
     )(f)
 
 
-def check_dask_on_nan(engine: str, on_nan: str) -> None:
-    """``--on-nan drop`` needs the local engine (a Dask task's rows keep their places)."""
-    from rfcli.errors import UsageError
-
-    if engine == "dask" and on_nan == "drop":
-        raise UsageError("--engine dask keeps every row in its place: use --on-nan error or "
-                         "zero (or the local engine for drop)")  # fmt: skip
-
-
 def check_model_and_data(model: str, data: str, usage: str) -> None:
     """Refuse MODEL and data given the other way round (``rfcli evaluate STORE MODEL``),
     before either is opened: in one line that says so."""

@@ -6,7 +6,6 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import (
-    check_dask_on_nan,
     check_model_and_data,
     check_overwrite,
     check_raw_input,
@@ -64,7 +63,6 @@ def predict_cmd(ui, model_path, input_path, output, ids, on_nan, overwrite, as_j
     if as_json and output == "-":
         raise UsageError("--json prints its summary on stdout: write the predictions to a "
                          "file with -o")  # fmt: skip
-    check_dask_on_nan(engine, on_nan)
     from rfcli.jobs.predict import predict
 
     res = predict(

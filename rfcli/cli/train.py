@@ -11,7 +11,6 @@ from rfcli.cli.options import (
     MemorySize,
     Pair,
     SectionedCommand,
-    check_dask_on_nan,
     check_scope,
     dask_settings,
     deprecated_alias,
@@ -304,7 +303,6 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
     check_model_options(ctx, model)
     if model == "gpr":
         check_gpr_options(ctx, input_path, opts)
-        check_dask_on_nan(engine, opts["on_nan"])
     else:
         value = "-C" if model == "svm" else "--alpha"
         check_scope(ctx, ["cv_folds"], opts[value.strip("-")] == "auto",

@@ -32,6 +32,7 @@ from rfcli.engines.base import Engine, add, batch_results
 from rfcli.errors import InputError, UsageError, check_int
 from rfcli.io import location
 from rfcli.io.readers import iter_chunks, read_range
+from rfcli.io.settings import check_on_nan
 from rfcli.io.sources import ParquetSource
 from rfcli.io.store import FeatureStore, RegionWriter
 from rfcli.io.store.chunks import SAMPLE_ROWS
@@ -233,11 +234,7 @@ class DaskEngine(Engine):
     def check_encode(self, read, resume: bool) -> None:
         if resume:
             raise UsageError("resume is for the local engine (a Dask encode is retried by Dask)")
-        if read.on_nan == "drop":
-            raise UsageError(
-                "the dask engine needs every input row to keep its place: use on_nan error or "
-                "zero (or the local engine for drop)"
-            )
+        check_on_nan(read.on_nan, "dask")
 
     def fit_encoder(self, source, sel, settings, read, fmap=None):
         """The encoder, every pass a distributed reduction whose partial results merge in

@@ -21,4 +21,18 @@ class ReadSettings:
     on_nan: str = "error"
 
 
-__all__ = ["FORMATS", "NAN_POLICIES", "ReadSettings"]
+def check_on_nan(on_nan: str, engine: str = "local") -> None:
+    """A NaN policy the engine can honour: ``drop`` needs the local engine (a Dask task's
+    rows keep their places in the output)."""
+    from rfcli.errors import UsageError
+
+    if on_nan not in NAN_POLICIES:
+        raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
+    if engine == "dask" and on_nan == "drop":
+        raise UsageError(
+            "the dask engine keeps every row in its place: use on_nan error or zero (or "
+            "the local engine for drop)"
+        )
+
+
+__all__ = ["FORMATS", "NAN_POLICIES", "ReadSettings", "check_on_nan"]

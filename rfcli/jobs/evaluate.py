@@ -7,11 +7,11 @@ import time
 from typing import Any
 
 from rfcli.engines import open_engine
-from rfcli.errors import InputError, UsageError
+from rfcli.errors import InputError
 from rfcli.io import location
 from rfcli.io.arrays import unnamed_hint
 from rfcli.io.readers import ReadSettings, attach_label, open_source
-from rfcli.io.settings import NAN_POLICIES
+from rfcli.io.settings import check_on_nan
 from rfcli.jobs.predict import open_model
 from rfcli.learn.data import RawData, open_data
 from rfcli.metrics import ClassificationAccumulator, RegressionAccumulator, gaussian_nlpd_sum
@@ -56,10 +56,7 @@ def evaluate(
     ``y`` given apart.  On a Dask cluster with ``engine="dask"``: the counts and sums of
     slices are added up.  ``on_nan``: rows of raw data with NaN/inf features: ``error``,
     ``zero``, or ``drop`` (local engine)."""
-    if on_nan not in NAN_POLICIES:
-        raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
-    if engine == "dask" and on_nan == "drop":
-        raise UsageError("the dask engine keeps every row in its place: on_nan='drop' is local")
+    check_on_nan(on_nan, engine)
     model, encoder, meta = open_model(model_path)
     progress = progress or NullProgress()
     label = (meta.get("trained_on") or {}).get("label")

@@ -17,7 +17,7 @@ from rfcli.encoder import Encoder
 from rfcli.engines import open_engine
 from rfcli.errors import InputError, ParameterTypeError, UsageError, did_you_mean
 from rfcli.io import location
-from rfcli.io.readers import NAN_POLICIES
+from rfcli.io.settings import check_on_nan
 from rfcli.io.writers import TableWriter, output_format
 from rfcli.jobs.train import TrainResult
 from rfcli.learn.data import RawData, StoreData, open_data
@@ -83,10 +83,7 @@ def predict(
     ``zero``, or ``drop`` (local engine; the output then has fewer rows than the input).
     ``engine="dask"``: slices of rows are predicted on a Dask cluster and written here in
     row order (the same batches as locally: the same output bytes)."""
-    if on_nan not in NAN_POLICIES:
-        raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
-    if engine == "dask" and on_nan == "drop":
-        raise UsageError("the dask engine keeps every row in its place: on_nan='drop' is local")
+    check_on_nan(on_nan, engine)
     fmt = output_format(output) if output is not None else "memory"  # a bad extension: at once
     ids = list(ids or [])
     if fmt == "npy" and ids:

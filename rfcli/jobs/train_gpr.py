@@ -40,6 +40,7 @@ from rfcli.engines import open_engine
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
 from rfcli.io.readers import ReadSettings, attach_label, open_source, select_columns
+from rfcli.io.settings import check_on_nan
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.train import TrainResult, check_output
 from rfcli.learn.data import RawData, StoreData
@@ -269,6 +270,7 @@ def train_gpr(
     s = settings or GPRSettings()
     _check(s)
     input_path, read = attach_label(input_path, y, read or ReadSettings())
+    check_on_nan(read.on_nan, engine)
     progress = progress or NullProgress()
     check_output(output, overwrite)
     with open_engine(engine, dask, progress) as eng:
