@@ -6,6 +6,7 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.options import (
+    GP_KERNELS,
     AlsoSpelled,
     AutoFloat,
     MemorySize,
@@ -226,8 +227,7 @@ def check_model_options(ctx: click.Context, model: str) -> None:
     help="gpr from raw INPUT: Gauss-Legendre or random Fourier features.",
 )
 @gp_kernel_option("gpr from raw INPUT: the GP kernel.")
-@deprecated_alias("--kernel", "old_kernel", type=click.Choice(["gaussian", "matern12",
-                  "matern32", "matern52"]))  # fmt: skip
+@deprecated_alias("--kernel", "old_kernel", type=click.Choice(GP_KERNELS))
 @click.option(
     "--learn/--no-learn",
     default=True,

@@ -10,7 +10,7 @@ import pytest
 import zarr
 
 from rfcli.io.store import FeatureStore
-from rfcli.io.store.chunks import SAMPLE_ROWS, ChunkFiles, compressors_for
+from rfcli.io.store.chunks import SAMPLE_ROWS, ChunkFiles, zarr_compressors, zstd_pays
 from tests.helpers import run, write_parquet
 
 
@@ -34,7 +34,7 @@ def test_chunk_files_are_the_bytes_zarr_writes(tmp_path, dtype, tail, zstd):
     data = (rng.integers(0, 200, (n, *tail)) if dtype in (np.uint8, np.int64)
             else rng.normal(size=(n, *tail))).astype(dtype)  # fmt: skip
     data[128:256] = 0  # an all-fill chunk: not stored by either
-    comp = compressors_for(None if zstd else rng.integers(0, 256, 4096, dtype=np.uint8))
+    comp = zarr_compressors(zstd_pays(None if zstd else rng.integers(0, 256, 4096, dtype=np.uint8)))
     assert len(comp) == (2 if zstd else 1)
     arrays = {}
     for side in ("zarr", "direct"):
@@ -55,8 +55,8 @@ def test_compression_is_kept_only_where_it_pays():
     rng = np.random.default_rng(1)
     uniform = rng.integers(0, 256, 1 << 16, dtype=np.uint8)  # near-uniform codes
     skewed = rng.choice(np.uint8([0, 1]), 1 << 16, p=[0.9, 0.1]).astype(np.uint8)
-    assert [c.to_dict()["name"] for c in compressors_for(uniform)] == ["crc32c"]
-    assert [c.to_dict()["name"] for c in compressors_for(skewed)] == ["zstd", "crc32c"]
+    assert [c.to_dict()["name"] for c in zarr_compressors(zstd_pays(uniform))] == ["crc32c"]
+    assert [c.to_dict()["name"] for c in zarr_compressors(zstd_pays(skewed))] == ["zstd", "crc32c"]
 
 
 def test_encoded_store_is_plain_zarr(tmp_path):

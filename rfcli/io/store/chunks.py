@@ -5,7 +5,7 @@ Zarr's own write path costs more than the bytes (measured: 0.65-0.85 s for 100 M
 through zarr, 0.28 s as plain files), and zstd gains nothing on b-bit Lloyd-Max codes,
 whose cells are near equiprobable (compression ratio 1.000, 0.16 s per 100 MB spent).  So:
 
-* :func:`compressors_for` decides per array from a sample of its first rows whether zstd
+* :func:`zstd_pays` decides per array from a sample of its first rows whether zstd
   shrinks it by at least :data:`MIN_GAIN`; the choice is recorded in the array's
   ``zarr.json`` like any Zarr codec chain (``bytes`` [+ ``zstd``] + ``crc32c``), so
   zarr-python and every other Zarr v3 reader decode it.
@@ -53,12 +53,6 @@ def zarr_compressors(zstd: bool) -> list:
     from zarr.codecs import Crc32cCodec, ZstdCodec
 
     return [ZstdCodec(level=ZSTD_LEVEL), Crc32cCodec()] if zstd else [Crc32cCodec()]
-
-
-def compressors_for(sample: np.ndarray | None) -> list:
-    """The bytes-to-bytes codecs of a new array: zstd (level 3) + crc32c, or crc32c alone
-    when zstd saves less than :data:`MIN_GAIN` of ``sample`` (None: keep zstd)."""
-    return zarr_compressors(zstd_pays(sample))
 
 
 class ChunkFiles:
