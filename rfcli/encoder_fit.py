@@ -205,7 +205,8 @@ class EncoderFitter:
                 f"{where}: {p1.n} row: gamma='auto' needs at least 2 rows (give a numeric gamma)"
             )
         self.pre.fit_stats(p1.stats)
-        self._sample = p1.sample.rows[: self.settings.sample_rows]
+        #: the row sample, preprocessed (the preprocessing is fitted now)
+        self._sample = self.pre.transform(p1.sample.rows[: self.settings.sample_rows])
         if self.search:
             fmap = self.fmap = self._searched_map(p1.sample, d)
         if fmap.needs_box:
@@ -213,7 +214,7 @@ class EncoderFitter:
             corners = self.pre.transform(np.vstack([stats.min, stats.max]))  # affine per column
             fmap.fit(d, box=(corners.min(0), corners.max(0)))
         else:
-            fmap.fit(d, self.pre.transform(self._sample) if fmap.needs_sample else None)
+            fmap.fit(d, self._sample if fmap.needs_sample else None)
 
     def _searched_map(self, sample: BottomK, d: int) -> FeatureMap:
         """The map at the gamma chosen by validation on the labelled row sample (see
@@ -225,7 +226,7 @@ class EncoderFitter:
         rows = self.pre.transform(sample.rows)
         keep = _finite_labels(sample.labels)
         rows, labels = rows[keep], sample.labels[keep]
-        g0 = self.fmap.fit(d, self._sample_pre()).gamma_
+        g0 = self.fmap.fit(d, self._sample).gamma_
         m = min(self.settings.n_features, SEARCH_FEATURES)
         s = self.settings
 
@@ -246,9 +247,6 @@ class EncoderFitter:
         res = search_gamma(features, labels, g0, s.seed, m, nearest_neighbour_gamma(rows, metric))
         self.search_report = res.to_dict()
         return self._new_map(res.gamma)
-
-    def _sample_pre(self) -> np.ndarray:
-        return self.pre.transform(self._sample)
 
     def new_map_pass(self, row0: int = 0) -> RowReducer:
         return RowReducer(self.fmap.pass_reductions, FIT_BLOCK, row0=row0)
@@ -271,7 +269,7 @@ class EncoderFitter:
         bits = self.settings.bits or 2
         return fit_empirical(
             fmap,
-            self._sample_pre(),
+            self._sample,
             bits,
             self.settings.seed,
             domain=empirical_domain(self.settings.quantizer_domain, fmap, bits),
