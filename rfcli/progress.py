@@ -45,9 +45,6 @@ class NullProgress:
         return nullcontext(_NullTask())
 
 
-#: scipy's L-BFGS-B stops when the relative objective reduction is below ftol, by default
-#: factr = 1e7 times the float64 machine epsilon
-LBFGSB_FTOL = 1e7 * 2.220446049250313e-16
 #: relative reductions the estimate of :func:`iterations_left` is fitted to
 WINDOW = 10
 

@@ -25,7 +25,11 @@ import scipy.linalg as sla
 
 from rfcli.errors import InputError
 from rfcli.learn.linear import MODELS, LinearModel
-from rfcli.progress import LBFGSB_FTOL, Iterations, NullProgress, Progress
+from rfcli.progress import Iterations, NullProgress, Progress
+
+#: L-BFGS-B stops when the relative objective reduction is below ftol (scipy's default:
+#: 1e7 times the float64 machine epsilon); the progress estimate counts down to the same
+LBFGSB_FTOL = 1e7 * 2.220446049250313e-16
 
 LOG2PI = np.log(2 * np.pi)
 
@@ -170,7 +174,7 @@ def fit_hyperparameters(
                 method="L-BFGS-B",
                 bounds=log_bounds,
                 callback=it.callback(lambda f: {"LML (standardized y)": -f}),
-                options={"maxiter": max_iter},
+                options={"maxiter": max_iter, "ftol": LBFGSB_FTOL},
             )
         history.append(
             {"start": [float(v) for v in x0], "lml": float(-res.fun), "iterations": int(res.nit)}
