@@ -155,7 +155,6 @@ class RichProgress:
     def __init__(self, ui: UI):
         self.ui = ui
         self._prog = None
-        self._open = 0
 
     @contextmanager
     def task(self, description, total, unit="rows"):
@@ -166,13 +165,11 @@ class RichProgress:
             yield _RichTask(prog, tid, total)
         finally:
             prog.remove_task(tid)
-            self._open -= 1
-            if self._open == 0:
+            if not prog.tasks:  # the last open task: the display ends
                 self._prog = None
                 prog.stop()
 
     def _start(self):
-        self._open += 1
         if self._prog is not None:
             return self._prog
         from rich.progress import (
