@@ -97,11 +97,14 @@ class RFEstimator(BaseEstimator):
         self._seed = seed_of(self.random_state)
         return self._seed
 
-    def _source(self, X, y=None) -> tuple[ArraySource, ReadSettings]:
-        """The validated rows (and y, as the label column ``LABEL``) as rfcli input, and
-        how the jobs read it."""
-        source = ArraySource(X, names=columns_of(self), extra=None if y is None else {LABEL: y})
-        return source, ReadSettings(label=None if y is None else LABEL)
+    def _source(
+        self, X, y=None, label: str = LABEL, names=None
+    ) -> tuple[ArraySource, ReadSettings]:
+        """The validated rows (and y, as the label column ``label``) as rfcli input, and
+        how the jobs read it; ``names``: the columns (default: :func:`columns_of`)."""
+        names = columns_of(self) if names is None else names
+        source = ArraySource(X, names=names, extra=None if y is None else {label: y})
+        return source, ReadSettings(label=None if y is None else label)
 
     def _fitted(self, result) -> None:
         """The fitted attributes of a train job's result."""

@@ -10,7 +10,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from rfcli.encoder import EncodedChunk
 from rfcli.errors import ConfigError, UsageError
 from rfcli.io.arrays import ArraySource
-from rfcli.io.readers import ReadSettings
 from rfcli.sklearn._common import DTYPES, RFEstimator, fitted_gamma, keep_params, label_name
 
 
@@ -168,9 +167,8 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
         from rfcli.jobs.encode import encode
 
         X = self._check_X(X)
-        source = ArraySource(X, names=list(self.encoder_.columns),
-                             extra=None if y is None else {label: np.asarray(y)})  # fmt: skip
-        read = ReadSettings(label=None if y is None else label)
+        y = None if y is None else np.asarray(y)
+        source, read = self._source(X, y, label, names=list(self.encoder_.columns))
         return encode(source, path, read=read, like=self.encoder_, overwrite=overwrite).path
 
     def save(self, path, **kw):
