@@ -20,7 +20,7 @@ from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import UsageError
 from rfcli.io.readers import Selection, check_label, read_range
 from rfcli.io.sources import Source
-from rfcli.io.store.format import label_kind, store_chunk_rows
+from rfcli.io.store.format import label_kind, layout, layout_bits, store_chunk_rows
 
 
 class EncodedInput:
@@ -50,9 +50,7 @@ class EncodedInput:
         self.chunk_rows = int(chunk_rows or store_chunk_rows(encoder.row_bytes))
         self._features = Selection(sel.features)
         self.on_nan = on_nan
-        q = encoder.quantizer
-        self.layout = {"n_features": encoder.n_features, "bits": q.bits_per_feature,
-                       "row_bytes": encoder.row_bytes, "chunk_rows": self.chunk_rows}  # fmt: skip
+        self.layout = layout(encoder, self.chunk_rows)
         self.label_info = None
         if sel.label is not None:
             first = source.read_rows([sel.label], 0, 1)[sel.label]
@@ -68,8 +66,7 @@ class EncodedInput:
 
     @property
     def bits(self) -> float:
-        b = float(self.layout["bits"])
-        return int(b) if b.is_integer() else b
+        return layout_bits(self.layout)
 
     def iter_encoded(
         self, chunk_rows: int | None = None, start: int = 0, stop: int | None = None

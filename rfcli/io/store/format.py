@@ -55,6 +55,20 @@ def check_meta(meta: dict) -> dict:
     return layout
 
 
+def layout(encoder, chunk_rows: int) -> dict:
+    """The ``layout`` of a store of ``encoder``'s rows in chunks of ``chunk_rows`` rows."""
+    q = encoder.quantizer
+    return {"n_features": encoder.n_features, "bits": q.bits_per_feature,
+            "row_bytes": encoder.row_bytes, "codes": q.code_layout,
+            "chunk_rows": int(chunk_rows)}  # fmt: skip
+
+
+def layout_bits(layout: dict) -> int | float:
+    """Bits per feature (an integer, or 1.6 for trit-packed ternary codes)."""
+    b = float(layout["bits"])
+    return int(b) if b.is_integer() else b
+
+
 def store_chunk_rows(row_bytes: int) -> int:
     """Rows per store chunk: about 4 MiB of codes, a power of two in [1024, 65536]."""
     rows = max(1, (4 << 20) // max(row_bytes, 1))

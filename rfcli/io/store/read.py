@@ -12,7 +12,14 @@ from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import ConfigError, StoreError, first_line
 from rfcli.io import location
 from rfcli.io.kinds import not_a_store
-from rfcli.io.store.format import ATTR, FORMAT, FORMAT_VERSION, check_meta, partial_path
+from rfcli.io.store.format import (
+    ATTR,
+    FORMAT,
+    FORMAT_VERSION,
+    check_meta,
+    layout_bits,
+    partial_path,
+)
 
 
 def encoder_problems(enc: Encoder, meta: dict, layout: dict) -> list[str]:
@@ -148,8 +155,7 @@ class FeatureStore:
     @property
     def bits(self) -> float:
         """Bits per feature (an integer, or 1.6 for trit-packed ternary codes)."""
-        b = float(self.layout["bits"])
-        return int(b) if b.is_integer() else b
+        return layout_bits(self.layout)
 
     @property
     def label_info(self) -> dict | None:

@@ -21,6 +21,7 @@ from rfcli.io.store.format import (
     FORMAT,
     FORMAT_VERSION,
     label_kind,
+    layout,
     partial_path,
     store_chunk_rows,
 )
@@ -145,13 +146,7 @@ class StoreWriter:
             "encoder": config,
             "encoder_arrays": sorted(arrays),
             "fingerprint": encoder.fingerprint(),
-            "layout": {
-                "n_features": encoder.n_features,
-                "bits": encoder.quantizer.bits_per_feature,
-                "row_bytes": rb,
-                "codes": encoder.quantizer.code_layout,
-                "chunk_rows": self.chunk_rows,
-            },
+            "layout": layout(encoder, self.chunk_rows),
             "label": None,
             "ids": self.id_names,
             "source": source or {},
