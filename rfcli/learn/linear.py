@@ -12,6 +12,9 @@ from rfcli.learn.targets import Targets
 from rfcli.registry import Registry, require
 
 MODELS = Registry("model")
+MODELS.lazy("rfcli.learn.svm", "svm")
+MODELS.lazy("rfcli.learn.ridge", "krr")
+MODELS.lazy("rfcli.learn.gpr", "gpr")
 
 
 class LinearModel:

@@ -14,10 +14,16 @@ from rfcli.cli import COMMANDS, cli
 HEAVY = ("numpy", "scipy", "pyarrow", "zarr", "rich", "dask", "fsspec")
 
 
-#: modules an encode with the default map and quantizer does not need
+#: modules an encode with the default map and quantizer does not need (rich: its progress
+#: and final line on a terminal only; numcodecs: zstd comes from pyarrow)
 OTHER_COMPONENTS = (
     "scipy",
     "zarr",
+    "numcodecs",
+    "rich",
+    "rfcli.learn.svm",
+    "rfcli.learn.ridge",
+    "rfcli.learn.gpr",
     "rfcli.maps.activation",
     "rfcli.maps.arccos",
     "rfcli.maps.gauss_legendre",
@@ -62,8 +68,10 @@ def test_an_encode_imports_only_the_components_it_runs(tmp_path):
     src = tmp_path / "x.csv"
     np.savetxt(src, np.random.default_rng(0).normal(size=(50, 3)), delimiter=",",
                header="a,b,c", comments="")  # fmt: skip
-    args = ("encode", str(src), "-o", str(tmp_path / "s.zarr"), "-m", "8", "--gamma", "1")
-    assert _modules_after(*args, watch=OTHER_COMPONENTS) == set()
+    # the default gamma (the median heuristic) and a given one
+    for i, more in enumerate([(), ("--gamma", "1")]):
+        args = ("encode", str(src), "-o", str(tmp_path / f"s{i}.zarr"), "-m", "8", *more)
+        assert _modules_after(*args, watch=OTHER_COMPONENTS) == set()
     # ...and one that needs another map loads its module
     args2 = ("encode", str(src), "-o", str(tmp_path / "t.zarr"), "-m", "8", "--kernel", "arccos0")
     assert "rfcli.maps.arccos" in _modules_after(*args2, watch=OTHER_COMPONENTS)

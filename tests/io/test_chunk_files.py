@@ -1,5 +1,6 @@
-"""Store chunks written straight to files: the same bytes zarr-python writes, a codec chain
-chosen per array from a sample, and stores that plain zarr-python reads."""
+"""Store chunks written straight to files: the bytes zarr-python writes (zstd frames: the
+same bytes once decompressed, with a valid crc32c), a codec chain chosen per array from a
+sample, and stores that plain zarr-python reads."""
 
 from __future__ import annotations
 
@@ -13,14 +14,27 @@ from rfcli.io.store import FeatureStore
 from rfcli.io.store.chunks import SAMPLE_ROWS, ChunkFiles, zarr_compressors, zstd_pays
 from tests.helpers import run, write_parquet
 
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
 
 def _files(root, metadata: bool = False) -> dict[str, bytes]:
+    """Every file's bytes; a zstd chunk's as its decompressed body, once its crc32c is
+    checked (rfcli's frames come from pyarrow's zstd, zarr-python's from numcodecs':
+    another zstd version may choose other matches for the same bytes)."""
+    import google_crc32c
+    from numcodecs.zstd import Zstd
+
     out = {}
     for r, _, fs in os.walk(root):
         for f in fs:
             p = os.path.join(r, f)
             if metadata or f != "zarr.json":
-                out[os.path.relpath(p, root)] = open(p, "rb").read()
+                raw = open(p, "rb").read()
+                if f != "zarr.json" and raw.startswith(ZSTD_MAGIC):
+                    body, crc = raw[:-4], raw[-4:]
+                    assert np.uint32(google_crc32c.value(body)).astype("<u4").tobytes() == crc
+                    raw = b"zstd:" + bytes(Zstd().decode(body))
+                out[os.path.relpath(p, root)] = raw
     return out
 
 

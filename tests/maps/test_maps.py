@@ -120,6 +120,24 @@ def test_gamma_auto_needs_sample_and_median_heuristic():
     assert fmap.gamma_ == pytest.approx(1 / np.median(d2))
 
 
+@pytest.mark.parametrize("metric", ["sqeuclidean", "l1"])
+def test_sample_distances_are_the_direct_ones(metric):
+    """The Gram-matrix distances of the heuristics equal the direct sums of squared
+    differences, on rows far from the origin (an offset of 1e4 against a spread of 1: the
+    centring keeps the cancellation at the spread's rounding), exactly 0 between equal rows."""
+    from rfcli.maps.bandwidth import distances
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 12)) + 1e4
+    X[7] = X[3]
+    diff = X[:, None] - X[None]
+    direct = (diff**2).sum(-1) if metric == "sqeuclidean" else np.abs(diff).sum(-1)
+    D = distances(X, metric)
+    assert np.array_equal(D, D.T) and D[3, 7] == 0 and not D.diagonal().any()
+    off = ~np.eye(len(X), dtype=bool) & (direct > 0)
+    assert np.abs(D[off] / direct[off] - 1).max() < 1e-9
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5])
 def test_bad_m(bad):
     with pytest.raises(UsageError):

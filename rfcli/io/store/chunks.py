@@ -12,7 +12,8 @@ whose cells are near equiprobable (compression ratio 1.000, 0.16 s per 100 MB sp
 * :class:`ChunkFiles` encodes a whole chunk through that chain itself and writes it as
   one file, at the key Zarr's default chunk-key encoding gives it
   (``<array>/c/<i>[/0...]``).  Like zarr (``write_empty_chunks`` off) it writes no
-  chunk that is all fill value.  The bytes equal what zarr-python writes (tested).
+  chunk that is all fill value.  The bytes equal what zarr-python writes (tested), zstd
+  frames aside: they decompress to the same bytes (:class:`Zstd`).
 """
 
 from __future__ import annotations
@@ -29,14 +30,30 @@ SAMPLE_ROWS = 1024
 ZSTD_LEVEL = 3
 
 
+class Zstd:
+    """zstd frames of whole chunks, compressed by the zstd library that pyarrow carries
+    (already loaded to read the input: numcodecs' import, 35 modules and a scan of every
+    installed package's entry points, cost an encode 70 ms of its main thread, which the
+    worker threads wait on for the GIL).  Any zstd decoder reads the frames; their bytes
+    may differ from numcodecs' for the same level (another zstd version), so a store's
+    compressed chunks are rfcli's own, the same whatever the chunking, threads or engine."""
+
+    def __init__(self, level: int = ZSTD_LEVEL):
+        import pyarrow as pa
+
+        self.level = level
+        self._codec = pa.Codec("zstd", compression_level=level)
+
+    def encode(self, buf) -> Any:
+        return self._codec.compress(buf)
+
+
 def zstd_pays(sample: np.ndarray | None) -> bool:
     """Whether zstd (level 3) saves at least :data:`MIN_GAIN` of ``sample`` (None, or a
     sample of text: keep it)."""
     if sample is not None and sample.dtype.kind in "iufb" and sample.size:
-        from numcodecs.zstd import Zstd
-
-        raw = np.ascontiguousarray(sample).tobytes()
-        return len(Zstd(level=ZSTD_LEVEL).encode(raw)) <= (1 - MIN_GAIN) * len(raw)
+        raw = np.ascontiguousarray(sample)
+        return Zstd().encode(raw).size <= (1 - MIN_GAIN) * raw.nbytes
     return True
 
 
@@ -80,11 +97,9 @@ class ChunkFiles:
             return None
         zstd = None
         if len(codecs) == 3:
-            if not isinstance(codecs[1], ZstdCodec):
+            if not isinstance(codecs[1], ZstdCodec) or codecs[1].checksum:
                 return None
-            from numcodecs.zstd import Zstd
-
-            zstd = Zstd(level=codecs[1].level, checksum=codecs[1].checksum)
+            zstd = Zstd(level=codecs[1].level)
         if array.dtype.itemsize > 1 and array.dtype.byteorder == ">":
             return None
         fill = array.metadata.fill_value

@@ -1,4 +1,5 @@
-"""The Zarr v3 nodes of a store, written two ways with the same bytes.
+"""The Zarr v3 nodes of a store, written two ways with the same values (and bytes, but for
+the zstd frames: :class:`~rfcli.io.store.chunks.Zstd`).
 
 * :class:`LocalNodes` writes a store on a local disk without zarr-python: each node's
   ``zarr.json`` is the document zarr-python 3 writes (:func:`array_doc`, :func:`group_doc`;
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rfcli.io.store.chunks import ZSTD_LEVEL, ChunkFiles
+from rfcli.io.store.chunks import ZSTD_LEVEL, ChunkFiles, Zstd
 
 JSON_INDENT = 2  # zarr-python's default ``json_indent``
 
@@ -127,11 +128,7 @@ class LocalArray:
         zstd = zstd_of(doc)
         if zstd is None:
             raise ValueError(f"{node_dir}: codecs rfcli does not write")
-        codec = None
-        if zstd:
-            from numcodecs.zstd import Zstd
-
-            codec = Zstd(level=ZSTD_LEVEL)
+        codec = Zstd(ZSTD_LEVEL) if zstd else None
         self.files: ChunkFiles | None = ChunkFiles(node_dir, chunks, self.dtype, codec)
 
     @property
