@@ -21,6 +21,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -127,16 +128,24 @@ def median_run(runs: list[dict], key: str) -> dict:
 
 def best_of(fn, reps: int = 3) -> float:
     """The least wall time of ``reps`` calls of ``fn``."""
+    return min(times_of(fn, reps))
+
+
+def times_of(fn, reps: int) -> list[float]:
+    """The wall times of ``reps`` calls of ``fn``."""
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return min(ts)
+    return ts
 
 
-def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: str) -> dict:
-    """Each step an encode cannot avoid, alone, on one core, on the same rows (best of 3):
+def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: str,
+                 reps: int = 3) -> dict:  # fmt: skip
+    """Each step an encode cannot avoid, alone, on one core, on the same rows, ``reps``
+    times (the least and the median time of each: the encode's runs are compared with
+    the floor by the same statistic, the best with the best and the median with the median):
     reading the Parquet columns, the float32 GEMM (in the encoder's row blocks), adding the
     phases and the cos, the quantizer's comparisons, the packing, the row norms, and
     writing the packed bytes as new files (one per store chunk, in a new directory, as a
@@ -186,17 +195,20 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
         return loop
 
     with blas_threads(1):
-        steps = {
-            "parquet read": best_of(read),
-            "GEMM": best_of(each(lambda b: b @ W)),
-            "phase + cos": best_of(each(lambda b: np.cos(np.add(z, tau, out=z), out=z))),
-            "quantize": best_of(each(lambda b: q.codes(zc))),
-            "pack": best_of(each(lambda b: pack_codes(codes, bits))),
-            "row norms": best_of(each(lambda b: q._row_norms(codes, packed))),
-            "write bytes": min(write() for _ in range(3)),
+        times = {
+            "parquet read": times_of(read, reps),
+            "GEMM": times_of(each(lambda b: b @ W), reps),
+            "phase + cos": times_of(each(lambda b: np.cos(np.add(z, tau, out=z), out=z)), reps),
+            "quantize": times_of(each(lambda b: q.codes(zc)), reps),
+            "pack": times_of(each(lambda b: pack_codes(codes, bits)), reps),
+            "row norms": times_of(each(lambda b: q._row_norms(codes, packed)), reps),
+            "write bytes": [write() for _ in range(reps)],
         }
     shutil.rmtree(out, ignore_errors=True)
-    return {"rows": n, "d": d, "steps": steps, "sum": sum(steps.values())}
+    steps = {k: min(v) for k, v in times.items()}
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    return {"rows": n, "d": d, "reps": reps, "steps": steps, "sum": sum(steps.values()),
+            "steps_median": medians, "sum_median": sum(medians.values())}  # fmt: skip
 
 
 def encode_section(path: str, label: str, work: str, m: int = 2048, bits: int = 2,
@@ -239,16 +251,19 @@ def encode_section(path: str, label: str, work: str, m: int = 2048, bits: int = 
             b["first_wall"] / a["wall"] for a, b in zip(runs, rbf_runs, strict=True)
         ),
         "rbf64": rbfsampler(path, label, m, gamma, "float64", 3),
-        "floor": encode_floor(path, label, m, bits, gamma, work),
-        # the least a Python process that reads Parquet pays before its first row
-        "interpreter": min(
-            timed_process([sys.executable, "-c", "import numpy, pyarrow.parquet"])[0]
-            for _ in range(reps)
-        ),
+        "floor": encode_floor(path, label, m, bits, gamma, work, reps),
+        # what a Python process that reads Parquet pays before its first row (least, median)
+        **_interpreter(reps),
         "store_bytes": _du(out),
     }
     print(json.dumps(row), flush=True)
     return row
+
+
+def _interpreter(reps: int) -> dict:
+    ts = [timed_process([sys.executable, "-c", "import numpy, pyarrow.parquet"])[0]
+          for _ in range(reps)]  # fmt: skip
+    return {"interpreter": min(ts), "interpreter_median": statistics.median(ts)}
 
 
 def _du(path):

@@ -79,6 +79,11 @@ def parquet_files(path: str) -> list[str]:
     return files
 
 
+#: bytes read at a time from each column of a row group (a buffer per column: 64 KiB keeps
+#: a wide file's buffers small; 1 MiB cost 15 MB more for 64 columns and read no faster)
+READ_BUFFER = 1 << 16
+
+
 class ParquetSource(Source):
     """One Parquet file, or a partitioned dataset (directory or glob of files with the same
     schema) read file after file in path order.  ``row_groups`` lists every row group with
@@ -116,12 +121,13 @@ class ParquetSource(Source):
         if f not in self._open:
             try:
                 # pre_buffer caches every row group's column chunks until the iteration ends
-                # (memory growing with the file); read row group by row group instead
+                # (memory growing with the file); read row group by row group instead, each
+                # column through a buffer of READ_BUFFER bytes
                 src = f
                 if location.is_url(f):
                     fs, p = location.filesystem(f)
                     src = fs.open(p, "rb")
-                self._open[f] = pq.ParquetFile(src, pre_buffer=False, buffer_size=1 << 20)
+                self._open[f] = pq.ParquetFile(src, pre_buffer=False, buffer_size=READ_BUFFER)
             except FileNotFoundError:
                 raise InputError(f"{f}: no such file") from None
             except (pa.ArrowException, OSError) as e:
@@ -133,7 +139,14 @@ class ParquetSource(Source):
     def batches(self, names, batch_rows):
         for f in self.files:
             try:
-                for rb in self._file(f).iter_batches(batch_size=batch_rows, columns=names):
+                # decoded on the calling thread: the chunk loop overlaps reading with the
+                # workers' encoding, and pyarrow's own thread pool would only add threads
+                # beyond the cores rfcli was given (measured: 0.12 CPU-s against 0.085 for
+                # 200,000 x 64 float32 rows)
+                it = self._file(f).iter_batches(
+                    batch_size=batch_rows, columns=names, use_threads=False
+                )
+                for rb in it:
                     yield {n: _to_numpy(rb.column(i)) for i, n in enumerate(names)}
             except pa.ArrowException as e:
                 raise InputError(f"{f}: {first_line(e)}") from None
