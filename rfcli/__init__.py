@@ -38,7 +38,7 @@ _EXPORTS = {
     "decode": "rfcli.jobs.decode",
     "train": "rfcli.jobs.train",
     "TrainSettings": "rfcli.jobs.train",
-    "TrainResult": "rfcli.jobs.train",
+    "TrainResult": "rfcli.jobs.result",
     "train_gpr": "rfcli.jobs.train_gpr",
     "GPRSettings": "rfcli.jobs.train_gpr",
     "predict": "rfcli.jobs.predict",

@@ -50,7 +50,7 @@ def evaluate(
     dask=None,
     on_nan: str = "error",
 ) -> dict[str, Any]:
-    """Metrics of a model (a model file, or a :class:`~rfcli.jobs.train.TrainResult`) on a
+    """Metrics of a model (a model file, or a :class:`~rfcli.jobs.result.TrainResult`) on a
     store or raw data with the training label column: a path, or in-memory data (a 2-D
     NumPy array, a pandas DataFrame, a pyarrow Table) with that column or with the labels
     ``y`` given apart.  On a Dask cluster with ``engine="dask"``: the counts and sums of

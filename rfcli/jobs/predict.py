@@ -19,7 +19,7 @@ from rfcli.errors import InputError, ParameterTypeError, UsageError, did_you_mea
 from rfcli.io import location
 from rfcli.io.settings import check_on_nan
 from rfcli.io.writers import TableWriter, output_format
-from rfcli.jobs.train import TrainResult
+from rfcli.jobs.result import TrainResult
 from rfcli.learn.data import RawData, StoreData, open_data
 from rfcli.learn.linear import LinearModel
 from rfcli.learn.model_file import load_model
@@ -50,7 +50,7 @@ class PredictResult(int):
 
 def open_model(model) -> tuple[LinearModel, Encoder, dict[str, Any]]:
     """(model, encoder, metadata) of a model: a model file's path, or the result of a
-    train job (:class:`~rfcli.jobs.train.TrainResult`, as if saved and loaded)."""
+    train job (:class:`~rfcli.jobs.result.TrainResult`, as if saved and loaded)."""
     if isinstance(model, TrainResult):
         return model.model, model.encoder, {"trained_on": dict(model.trained_on)}
     if not location.is_path(model):
@@ -72,7 +72,7 @@ def predict(
     dask=None,
     on_nan: str = "error",
 ) -> PredictResult | dict[str, np.ndarray]:
-    """Predictions of a model (a model file, or a :class:`~rfcli.jobs.train.TrainResult`)
+    """Predictions of a model (a model file, or a :class:`~rfcli.jobs.result.TrainResult`)
     for a store or raw data (a path, or in-memory data: a 2-D NumPy array, a pandas
     DataFrame, a pyarrow Table, with the model's input columns), written to .npy, Parquet
     or CSV (``-`` = CSV on stdout); ``output=None``: returned instead, as the columns the

@@ -11,27 +11,25 @@ from __future__ import annotations
 import numbers
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rfcli.encoder import Encoder
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.engines import open_engine
-from rfcli.errors import OutputError, ParameterTypeError, UsageError, check_int
+from rfcli.errors import ParameterTypeError, UsageError, check_int
 from rfcli.io import location
 from rfcli.io.encoded import EncodedInput
 from rfcli.io.readers import ReadSettings, attach_label, open_source
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.encode import fit_on_source, for_engine
+from rfcli.jobs.result import TrainResult, check_one_output, check_output
 from rfcli.learn import selection
 from rfcli.learn.data import StoreData, default_cache_bytes
-from rfcli.learn.linear import LinearModel
-from rfcli.learn.model_file import save_model
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
-from rfcli.learn.targets import Targets
+from rfcli.learn.targets import Outputs, Targets
 from rfcli.memory import check_fits, learner_need, physical_memory
 from rfcli.progress import NullProgress, Progress
 
@@ -63,43 +61,6 @@ class TrainSettings:
     #: packed codes); None: min(2 GiB, physical memory / 4); 0: every pass reads the store
     cache_bytes: int | None = None
     memory: int | None = None  # budget in bytes (default: physical memory)
-
-
-@dataclass
-class TrainResult:
-    """What a train job returns (svm, krr and gpr alike): the model, its training report
-    (also stored in the model file), the wall time, the encoder the model's features come
-    from and what the model file records it was trained on (``trained_on``: the store or
-    input, the label column).  :meth:`save` writes the model file; ``rfcli.predict`` and
-    ``rfcli.evaluate`` take the result itself as well as a model file."""
-
-    model: LinearModel
-    report: dict[str, Any]
-    seconds: float
-    encoder: Encoder | None = None
-    trained_on: dict[str, Any] = field(default_factory=dict)
-
-    def save(self, path: str, *, overwrite: bool = False) -> str:
-        """Write the model file (JSON and arrays, no pickle) that ``rfcli predict`` uses."""
-        targets = self.model.targets
-        _check_one_output(targets.n_outputs if isinstance(targets, _Outputs) else 1)
-        save_model(path, self.model, self.encoder, {"trained_on": self.trained_on},
-                   overwrite=overwrite)  # fmt: skip
-        return path
-
-
-def _check_one_output(outputs: int) -> None:
-    if outputs > 1:
-        raise UsageError(
-            f"a model file holds one regression output; y has {outputs} columns (train "
-            "one model per column to save them, or give no output)"
-        )
-
-
-def check_output(output: str | None, overwrite: bool) -> None:
-    """Refuse to replace an existing model file without ``overwrite``."""
-    if output is not None and location.exists(output) and not overwrite:
-        raise OutputError(f"{output}: already exists (set overwrite to replace it)")
 
 
 def _check(settings: TrainSettings) -> None:
@@ -193,7 +154,7 @@ def _training_store(data, output, read, encode, y, engine, progress, threads):
     with open_engine("local", progress=progress, threads=threads) as eng:
         source = open_source(for_engine(eng, data), read.fmt)
         if output is not None:  # refused before any pass
-            _check_one_output(getattr(source, "widths", {}).get(read.label, 1))
+            check_one_output(getattr(source, "widths", {}).get(read.label, 1))
         encoder, sel = fit_on_source(eng, source, encode, read)
     store = EncodedInput(source, sel, encoder, chunk_rows=encode.store_chunk_rows,
                          on_nan=read.on_nan)  # fmt: skip
@@ -265,7 +226,7 @@ def _read_targets(data: StoreData, settings: TrainSettings, progress: Progress) 
             raise UsageError(
                 f"a label of {outputs} columns is {outputs} regression outputs: model krr"
             )
-        return _Outputs(outputs)
+        return Outputs(outputs)
     if settings.model == "svm" and label_kind == "float" and settings.task != "classification":
         raise UsageError(
             "the SVM is a classifier and the label is real-valued: use model krr for regression "
@@ -282,25 +243,6 @@ def _read_targets(data: StoreData, settings: TrainSettings, progress: Progress) 
     if settings.model == "svm" and targets.task != "classification":
         raise UsageError("the SVM is a classifier; use model krr for a regression target")
     return targets
-
-
-class _Outputs(Targets):
-    """Regression targets of ``k`` outputs (the columns of a 2-D label) for the ridge
-    statistics: ``k`` problems that share the features and alpha."""
-
-    def __init__(self, k: int):
-        super().__init__("regression")
-        self.k = k
-
-    @property
-    def n_outputs(self) -> int:
-        return self.k
-
-    def encode(self, y: np.ndarray) -> np.ndarray:
-        return np.asarray(y, dtype=np.float64).reshape(len(y), self.k)
-
-    def decode(self, scores: np.ndarray) -> np.ndarray:
-        return scores if self.k > 1 else scores[:, 0]
 
 
 def _n_folds(settings: TrainSettings) -> int:

@@ -42,7 +42,7 @@ from rfcli.io import location
 from rfcli.io.readers import ReadSettings, attach_label, open_source, select_columns
 from rfcli.io.settings import check_on_nan
 from rfcli.io.store import FeatureStore
-from rfcli.jobs.train import TrainResult, check_output
+from rfcli.jobs.result import TrainResult, check_output
 from rfcli.learn.data import RawData, StoreData
 from rfcli.learn.gpr import (
     GPRModel,

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
 
 from rfcli.errors import InputError
 from rfcli.learn.linear import MODELS, LinearModel
@@ -108,6 +107,8 @@ class Reduced:
 
 
 def _factor(theta, red: Reduced, spectral: Spectral):
+    import scipy.linalg as sla  # where it computes: a model's predictions need no scipy
+
     log_s2, shape, log_lam = theta[0], theta[1 : 1 + spectral.n_shape], theta[-1]
     lam = np.exp(log_lam)
     wp, dlog = spectral.fn(np.exp(shape))
@@ -124,6 +125,8 @@ def lml_and_grad(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=
         D, dlog, lam, PD, cf = _factor(theta, red, spectral)
     except np.linalg.LinAlgError:
         return -np.inf, np.zeros_like(theta)
+    import scipy.linalg as sla
+
     w = sla.cho_solve(cf, red.z, check_finite=False)
     quad = red.z @ w + (red.yty - red.zz) / lam
     logdet = 2 * np.sum(np.log(np.diag(cf[0]))) + (red.n - red.r) * np.log(lam)
@@ -187,6 +190,8 @@ def fit_hyperparameters(
 def posterior(theta, red: Reduced, spectral: Spectral):
     """Weight posterior N(mu_w, Sigma_w) with prior N(0, D) and noise lambda:
     ``Sigma_w = (D^-1 + G/lambda)^-1 = D - D P'A^-1 P D`` and ``mu_w = D P'A^-1 z``."""
+    import scipy.linalg as sla
+
     D, _, lam, PD, cf = _factor(theta, red, spectral)
     mean = PD.T @ sla.cho_solve(cf, red.z, check_finite=False)
     X = sla.solve_triangular(cf[0], PD, lower=True, check_finite=False)  # L^-1 P D

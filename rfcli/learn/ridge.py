@@ -17,8 +17,6 @@ all rows.  Memory O(folds m^2), no pass per candidate.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg as sla
-from scipy.linalg.blas import dsyrk, ssyrk
 
 from rfcli.errors import UsageError
 from rfcli.learn.linear import MODELS, LinearModel
@@ -70,6 +68,8 @@ class RidgeStats:
         m, k = self.m, self.k
         buf = np.empty((min(self.SUB_ROWS, len(F)), m + k + 1))
         buf[:, m + k] = 1.0
+        from scipy.linalg.blas import dsyrk  # where it computes: predictions need no scipy
+
         for i in range(0, len(F), self.SUB_ROWS):
             rows = min(self.SUB_ROWS, len(F) - i)
             A = buf[:rows]
@@ -116,6 +116,8 @@ class RidgeStats:
         """Add the buffered shifted rows' ``[F-mu, Y-c]'[F-mu, Y-c]`` (upper triangle)."""
         if not self._fill:
             return
+        from scipy.linalg.blas import ssyrk
+
         A = self._buf[: self._fill]
         C = ssyrk(1.0, A.T, trans=0)  # A.T: a Fortran view, read in place
         self.S[: self.m, : self.m + self.k] += C[: self.m]
@@ -198,6 +200,8 @@ class RidgeStats:
     def solve(self, alpha: float, Gc=None, FtYc=None) -> tuple[np.ndarray, np.ndarray]:
         if Gc is None:
             Gc, FtYc = self.centred()
+        import scipy.linalg as sla
+
         A = Gc + alpha * np.eye(len(Gc))
         try:
             W = sla.cho_solve(

@@ -39,7 +39,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import numpy as np
-import scipy.linalg as sla
 
 from rfcli.learn.linear import MODELS, LinearModel
 from rfcli.progress import Iterations, NullProgress, Progress
@@ -155,6 +154,8 @@ def fit_svm(
     L-BFGS runs in variables ``V = L' [W; b]`` with ``L L' = diag(1..1, 0) + 2 C rho gram``,
     an approximation of the Hessian when a fraction rho of the margins is active.
     """
+    import scipy.linalg as sla  # here: a model's predictions need no scipy
+
     state = {"evals": 0}
     p = m + 1 if fit_intercept else m
     L = _preconditioner(gram, C, rho, m, p)

@@ -216,3 +216,22 @@ def _convert_one(v, want: str):
             raise ValueError(v)
         return int(f)
     return f
+
+
+class Outputs(Targets):
+    """Regression targets of ``k`` outputs (the columns of a 2-D label) for the ridge
+    statistics: ``k`` problems that share the features and alpha."""
+
+    def __init__(self, k: int):
+        super().__init__("regression")
+        self.k = k
+
+    @property
+    def n_outputs(self) -> int:
+        return self.k
+
+    def encode(self, y: np.ndarray) -> np.ndarray:
+        return np.asarray(y, dtype=np.float64).reshape(len(y), self.k)
+
+    def decode(self, scores: np.ndarray) -> np.ndarray:
+        return scores if self.k > 1 else scores[:, 0]

@@ -7,9 +7,12 @@ import os
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 import pytest
 
+import rfcli
 from rfcli.cli import COMMANDS, cli
+from tests.helpers import run, write_parquet
 
 HEAVY = ("numpy", "scipy", "pyarrow", "zarr", "rich", "dask", "fsspec")
 
@@ -75,6 +78,25 @@ def test_an_encode_imports_only_the_components_it_runs(tmp_path):
     # ...and one that needs another map loads its module
     args2 = ("encode", str(src), "-o", str(tmp_path / "t.zarr"), "-m", "8", "--kernel", "arccos0")
     assert "rfcli.maps.arccos" in _modules_after(*args2, watch=OTHER_COMPONENTS)
+
+
+def test_a_prediction_imports_no_learner_scipy_or_pandas(tmp_path):
+    """Predicting from a model file needs its scores alone: no solver (scipy), and the
+    output's columns are wrapped without pa.array (which imports pandas)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    cols = {f"x{j}": X[:, j] for j in range(3)}
+    src = write_parquet(tmp_path / "x.parquet", **cols, y=(X[:, 0] > 0).astype(np.int64))
+    store, model = tmp_path / "s.zarr", tmp_path / "m.npz"
+    run(src, store, label="y", n_features=16)
+    rfcli.train(os.fspath(store), os.fspath(model), rfcli.TrainSettings(model="svm", C=1.0))
+    out = tmp_path / "p.parquet"
+    args = ("predict", os.fspath(model), src, "-o", os.fspath(out))
+    watch = ("scipy", "pandas", "zarr", "rfcli.learn.ridge", "rfcli.learn.gpr")
+    assert _modules_after(*args, watch=watch) == set()
+    assert len(pq.read_table(out)) == 200
 
 
 def test_lazily_imported_components_are_all_registered():

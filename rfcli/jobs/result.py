@@ -1,0 +1,52 @@
+"""What a train job returns (:class:`TrainResult`) and the checks of its model file; apart
+from the job so that ``predict`` and ``evaluate``, which take a result as well as a model
+file, load no learner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rfcli.encoder import Encoder
+from rfcli.errors import OutputError, UsageError
+from rfcli.io import location
+from rfcli.learn.linear import LinearModel
+from rfcli.learn.model_file import save_model
+from rfcli.learn.targets import Outputs
+
+
+@dataclass
+class TrainResult:
+    """What a train job returns (svm, krr and gpr alike): the model, its training report
+    (also stored in the model file), the wall time, the encoder the model's features come
+    from and what the model file records it was trained on (``trained_on``: the store or
+    input, the label column).  :meth:`save` writes the model file; ``rfcli.predict`` and
+    ``rfcli.evaluate`` take the result itself as well as a model file."""
+
+    model: LinearModel
+    report: dict[str, Any]
+    seconds: float
+    encoder: Encoder | None = None
+    trained_on: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, path: str, *, overwrite: bool = False) -> str:
+        """Write the model file (JSON and arrays, no pickle) that ``rfcli predict`` uses."""
+        targets = self.model.targets
+        check_one_output(targets.n_outputs if isinstance(targets, Outputs) else 1)
+        save_model(path, self.model, self.encoder, {"trained_on": self.trained_on},
+                   overwrite=overwrite)  # fmt: skip
+        return path
+
+
+def check_one_output(outputs: int) -> None:
+    if outputs > 1:
+        raise UsageError(
+            f"a model file holds one regression output; y has {outputs} columns (train "
+            "one model per column to save them, or give no output)"
+        )
+
+
+def check_output(output: str | None, overwrite: bool) -> None:
+    """Refuse to replace an existing model file without ``overwrite``."""
+    if output is not None and location.exists(output) and not overwrite:
+        raise OutputError(f"{output}: already exists (set overwrite to replace it)")
