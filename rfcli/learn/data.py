@@ -331,9 +331,9 @@ def open_data(
 ):
     """A store encoded with ``encoder`` (checked by fingerprint) or raw data."""
     if location.is_store(path):
-        import zarr
+        from rfcli.io.store.read import open_group
 
-        attrs = dict(zarr.open_group(path, mode="r").attrs)
+        attrs = dict(open_group(path).attrs)
         if "rfcli" in attrs:
             store = FeatureStore(path)
             encoder.check_same(store.encoder, what=f"store {path}")

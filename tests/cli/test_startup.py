@@ -82,7 +82,8 @@ def test_an_encode_imports_only_the_components_it_runs(tmp_path):
 
 def test_a_prediction_imports_no_learner_scipy_or_pandas(tmp_path):
     """Predicting from a model file needs its scores alone: no solver (scipy), and the
-    output's columns are wrapped without pa.array (which imports pandas)."""
+    output's columns are wrapped without pa.array (which imports pandas); a local store
+    is read without zarr."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -94,9 +95,11 @@ def test_a_prediction_imports_no_learner_scipy_or_pandas(tmp_path):
     rfcli.train(os.fspath(store), os.fspath(model), rfcli.TrainSettings(model="svm", C=1.0))
     out = tmp_path / "p.parquet"
     args = ("predict", os.fspath(model), src, "-o", os.fspath(out))
-    watch = ("scipy", "pandas", "zarr", "rfcli.learn.ridge", "rfcli.learn.gpr")
+    watch = ("scipy", "pandas", "zarr", "numcodecs", "rfcli.learn.ridge", "rfcli.learn.gpr")
     assert _modules_after(*args, watch=watch) == set()
     assert len(pq.read_table(out)) == 200
+    # ...nor zarr to read a local store (rfcli.io.store.local_read)
+    assert _modules_after("evaluate", os.fspath(model), os.fspath(store), watch=watch) == set()
 
 
 def test_lazily_imported_components_are_all_registered():

@@ -46,6 +46,18 @@ def encoder_problems(enc: Encoder, meta: dict, layout: dict) -> list[str]:
     return problems
 
 
+def open_group(path: str):
+    """A store's root group: read without zarr-python for a local store
+    (:class:`~rfcli.io.store.local_read.LocalGroup`), through it at a URL."""
+    if not location.is_url(path):
+        from rfcli.io.store.local_read import LocalGroup
+
+        return LocalGroup(path)
+    import zarr  # here: the commands that only write stores never import it
+
+    return zarr.open_group(path, mode="r")
+
+
 class FeatureStore:
     """Read access to a store; refuses incomplete or unknown-version stores by default."""
 
@@ -62,10 +74,8 @@ class FeatureStore:
             raise StoreError(f"{path}: no such store{hint}")
         if not remote and not os.path.isfile(os.path.join(path, "zarr.json")):
             raise StoreError(not_a_store(path) or f"{path}: not a feature store (no zarr.json)")
-        import zarr  # here: the commands that only write stores never import it
-
         try:
-            self.group = zarr.open_group(path, mode="r")
+            self.group = open_group(path)
             meta = dict(self.group.attrs).get(ATTR)
         except Exception as e:  # zarr raises many kinds on junk
             raise StoreError(f"{path}: not a readable Zarr store ({first_line(e)})") from None
