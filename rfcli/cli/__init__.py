@@ -159,7 +159,8 @@ def _usage_message(e: click.exceptions.ClickException) -> str:
     variable (click names only the option)."""
     import os
 
-    msg = e.format_message()
+    # one line: click lists a choice option's values one per line ("Choose from:\n\tsvm,")
+    msg = " ".join(e.format_message().split())
     param, ctx = getattr(e, "param", None), getattr(e, "ctx", None)
     if isinstance(e, click.BadParameter) and param is not None and ctx is not None:
         from click.core import ParameterSource

@@ -354,6 +354,8 @@ CASES = [
                     "dask"]),
     Case("fit-quantizer-seed-lm", "fit-quantizer --kind lm --seed 3 (lm draws nothing)",
          lambda d: ["fit-quantizer", "--kind", "lm", "--seed", "3"]),
+    Case("train-no-model", "train STORE without --model (click lists the choices)",
+         lambda d: ["train", _store(d)]),
     Case("sweep-keep-no-workdir", "sweep --keep without --workdir (kept where?)",
          lambda d: ["sweep", LETTER, LETTER_TEST, "--model", "svm", "--label", "label",
                     "--keep"]),

@@ -65,5 +65,6 @@ def test_bad_input_message_and_exit_status(case, results):
     assert "Traceback" not in stderr
     assert code == case.exit == int(DOC[case.name][0])
     assert msg.startswith("rfcli: error: ")
+    assert stderr.strip().splitlines()[-1].startswith("rfcli: error: ")  # one line, whole
     assert "Usage:" not in stderr and "Try '" not in stderr  # no click usage block
     assert msg == DOC[case.name][1]
