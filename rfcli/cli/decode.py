@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import check_overwrite, overwrite_option
+from rfcli.cli.checks import check_overwrite
+from rfcli.cli.options import overwrite_option
 
 
 @cli.command("decode")

@@ -5,30 +5,21 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
+from rfcli.cli.checks import MAP_FAMILY_OPTIONS, check_bandwidth, check_family_options, check_scope
 from rfcli.cli.options import (
-    MAP_FAMILY_OPTIONS,
-    AutoFloat,
-    Bits,
-    CommaList,
-    MemorySize,
     SectionedCommand,
-    check_bandwidth,
-    check_family_options,
-    check_scope,
     dask_settings,
-    deprecated_alias,
     engine_options,
-    flag_of,
     flatten,
-    given,
     glf_quadrature_options,
     gp_kernel_option,
     json_option,
     map_family_options,
     overwrite_option,
     settings_from,
-    take_deprecated,
 )
+from rfcli.cli.spelling import deprecated_alias, flag_of, given, take_deprecated
+from rfcli.cli.types import AutoFloat, Bits, CommaList, MemorySize
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import Interrupted
 from rfcli.io.jsonfile import read_json

@@ -5,15 +5,8 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import (
-    check_model_and_data,
-    check_raw_input,
-    check_scope,
-    dask_settings,
-    engine_options,
-    json_option,
-    nan_option,
-)
+from rfcli.cli.checks import check_model_and_data, check_raw_input, check_scope
+from rfcli.cli.options import dask_settings, engine_options, json_option, nan_option
 
 #: the options of --kernel-error (the others are those of evaluating a model)
 KERNEL_ERROR_OPTIONS = ("raw", "rows")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import check_overwrite, check_scope, overwrite_option
+from rfcli.cli.checks import check_overwrite, check_scope
+from rfcli.cli.options import overwrite_option
 from rfcli.errors import UsageError
 from rfcli.io.jsonfile import write_json
 from rfcli.quantize import DESIGNABLE, make_quantizer

@@ -1,4 +1,6 @@
-"""Shared click option types and helpers for commands."""
+"""Shared click options of the commands (option groups, the sectioned help) and turning
+options into settings; parameter types are in :mod:`rfcli.cli.types`, the checks in
+:mod:`rfcli.cli.checks`."""
 
 from __future__ import annotations
 
@@ -6,16 +8,8 @@ import math
 
 import click
 
-
-class CommaList(click.ParamType):
-    """``a,b,c`` (the option may also be repeated)."""
-
-    name = "COLS"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, list):
-            return value
-        return [v.strip() for v in str(value).split(",") if v.strip()]
+from rfcli.cli.checks import check_scope
+from rfcli.cli.types import NumberList, Pair
 
 
 def settings_from(cls, opts: dict, **given):
@@ -34,45 +28,6 @@ def flatten(values) -> list[str] | None:
     for v in values:
         out.extend(v)
     return out
-
-
-class AutoFloat(click.ParamType):
-    """A positive number or one of ``words`` (default ``auto``: gamma, -C, --alpha)."""
-
-    def __init__(self, words: tuple[str, ...] = ("auto",)):
-        self.words = tuple(words)
-        self.name = "|".join(("FLOAT", *self.words))
-
-    def convert(self, value, param, ctx):
-        if value in self.words:
-            return value
-        alts = " or ".join(repr(w) for w in self.words)
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is neither a number nor {alts}", param, ctx)
-        if not (v > 0 and math.isfinite(v)):
-            self.fail(f"{value} is not a positive number or {alts}", param, ctx)
-        return v
-
-
-class Bits(click.ParamType):
-    """Bits per feature: 1..8, 16/32 (the float quantizer ``none``), or ``none`` (the
-    float quantizer, 32 bits)."""
-
-    name = "1-8|none"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int) or value == "none":
-            b = value
-        else:
-            try:
-                b = int(value)
-            except ValueError:
-                self.fail(f"{value!r} is neither an integer in 1..8 nor 'none'.", param, ctx)
-        if b != "none" and not (1 <= b <= 8 or b in (16, 32)):
-            self.fail(f"{b} is not in 1..8 (or 16/32 for --quantizer none).", param, ctx)
-        return b
 
 
 class SectionedCommand(click.Command):
@@ -104,39 +59,11 @@ class SectionedCommand(click.Command):
                     formatter.write_dl(groups[title])
 
 
-class AlsoSpelled(click.Option):
-    """An option whose help shows another flag beside its own (``-m, --features``): a hidden
-    option of the same meaning, merged by the command (see ``rfcli train``'s -m)."""
-
-    def __init__(self, *args, also: str, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.also = also
-
-    def get_help_record(self, ctx):
-        rec = super().get_help_record(ctx)
-        if rec is None:
-            return rec
-        return rec[0].replace(self.opts[0], f"{self.opts[0]}, {self.also}", 1), rec[1]
-
-
-class MemorySize(click.ParamType):
-    """A memory budget such as ``512M`` or ``2G``, in bytes."""
-
-    name = "SIZE"
-
-    def convert(self, value, param, ctx):
-        from rfcli.errors import UsageError
-        from rfcli.memory import parse_size
-
-        try:
-            return parse_size(value)
-        except UsageError as e:
-            self.fail(str(e), param, ctx)
-
-
 overwrite_option = click.option(
     "--overwrite", is_flag=True, help="Replace the output if it exists."
 )
+
+
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object on stdout."
 )
@@ -153,59 +80,6 @@ def nan_option(f):
         show_default=True,
         help="Raw input rows with NaN/inf features: fail, drop them, or set those values to 0.",
     )(f)
-
-
-def check_model_and_data(model: str, data: str, usage: str) -> None:
-    """Refuse MODEL and data given the other way round (``rfcli evaluate STORE MODEL``),
-    before either is opened: in one line that says so."""
-    from rfcli.errors import UsageError
-    from rfcli.io.kinds import kind_of
-
-    if (
-        kind_of(model) in ("store", "parquet", "parquet-dir", "zarr", "text")
-        and kind_of(data) == "model"
-    ):
-        raise UsageError(
-            f"the arguments are the other way round: {data} is the model file and {model} the "
-            f"data (rfcli {usage})"
-        )
-
-
-class Pair(click.ParamType):
-    """``LO,HI``: two numbers with 0 < LO <= HI (a range of a positive quantity)."""
-
-    name = "LO,HI"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            lo, hi = (float(v) for v in str(value).split(","))
-        except ValueError:
-            self.fail(f"{value!r} is not two numbers LO,HI", param, ctx)
-        if not 0 < lo <= hi:
-            self.fail(f"{value!r} does not satisfy 0 < LO <= HI", param, ctx)
-        return lo, hi
-
-
-class NumberList(click.ParamType):
-    """``a,b,c`` of ints or floats; ``check``/``what``: a condition on each number and its
-    description for the error (``"even integers >= 2"``)."""
-
-    def __init__(self, kind=float, check=None, what=None):
-        self.kind, self.check, self.what = kind, check, what
-        self.name = "INTS" if kind is int else "NUMBERS"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, list):
-            return value
-        try:
-            out = [self.kind(v) for v in str(value).split(",")]
-        except ValueError:
-            self.fail(f"{value!r} is not a comma-separated list of numbers", param, ctx)
-        if self.check is not None and not all(self.check(v) for v in out):
-            self.fail(f"{value!r} is not a comma-separated list of {self.what}", param, ctx)
-        return out
 
 
 #: the GP kernels (encode --gp-kernel with --kernel glf, train --model gpr --gp-kernel)
@@ -253,10 +127,6 @@ def glf_quadrature_options(f):
         "quadrature follows the lengthscales reached); encode --kernel glf: the range the "
         "nodes serve (default 0.05,2).",
     )(f)
-
-
-#: CLI names of the map-family options, as make_map() takes them (see MAP_OPTIONS)
-MAP_FAMILY_OPTIONS = ("target", "sparsity", "hyperbolic", "depth", "m0", "m1", "m_cs", "modified")
 
 
 def map_family_options(f):
@@ -313,132 +183,6 @@ def map_family_options(f):
     for o in reversed(opts):
         f = o(f)
     return f
-
-
-def given(ctx: click.Context, name: str) -> bool:
-    """Whether the option ``name`` was given (on the command line or in the environment),
-    not left at its default."""
-    from click.core import ParameterSource
-
-    src = ctx.get_parameter_source(name)
-    return src in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-
-
-#: ``ctx.meta`` key: the options given in an old spelling (name -> the flag typed)
-_SPELLED = "rfcli.spelled"
-
-
-def flag_of(ctx: click.Context, name: str) -> str:
-    """The option's flags (``-m/--features``) for messages; the old spelling when that is
-    what was typed (:func:`take_deprecated`)."""
-    spelled = ctx.meta.get(_SPELLED, {})
-    if name in spelled:
-        return spelled[name]
-    for p in ctx.command.params:
-        if p.name == name:
-            return "/".join(p.opts)
-    return "--" + name.replace("_", "-")
-
-
-def _long_flag(ctx: click.Context, name: str) -> str:
-    p = next(p for p in ctx.command.params if p.name == name)
-    return next((o for o in p.opts if o.startswith("--")), p.opts[0])
-
-
-def deprecated_alias(old_flag: str, name: str, **kw):
-    """A hidden option: the old spelling ``old_flag`` of another option, kept for one release
-    (the command moves its value with :func:`take_deprecated`)."""
-    return click.option(old_flag, name, hidden=True, default=None, **kw)
-
-
-def deprecation_note(old: str, new: str) -> str:
-    return f"note: {old} is deprecated, use {new} (the old spelling goes in the next release)"
-
-
-def respell(ctx: click.Context, opts: dict, old: str, new: str, value, old_flag: str,
-            deprecated: bool = True) -> str:  # fmt: skip
-    """``old_flag`` (the parameter ``old``) was given meaning the option ``new``: its value
-    moves there (refused when ``new`` is given too), ``new`` counts as given, and messages
-    name ``old_flag``.  Returns the deprecation note (``deprecated``: an old spelling, else
-    another spelling of the same option)."""
-    from rfcli.errors import UsageError
-
-    new_flag = _long_flag(ctx, new)
-    if given(ctx, new):
-        what = "is the old spelling of" if deprecated else "is the same option as"
-        raise UsageError(f"{old_flag} {what} {new_flag}: give only {new_flag}")
-    opts[new] = value
-    ctx.set_parameter_source(new, ctx.get_parameter_source(old))
-    ctx.meta.setdefault(_SPELLED, {})[new] = old_flag
-    return deprecation_note(old_flag, new_flag)
-
-
-def take_deprecated(ctx: click.Context, opts: dict, aliases: dict[str, str]) -> list[str]:
-    """The old spellings (``aliases``: parameter of the hidden option -> parameter of the
-    option it spells) given: their values move to the new options in ``opts``
-    (:func:`respell`).  Returns the deprecation notes, to print once the options have been
-    checked (so that an error stays one line)."""
-    notes = []
-    for old, new in aliases.items():
-        value = opts.pop(old, None)
-        if given(ctx, old):
-            notes.append(respell(ctx, opts, old, new, value, _long_flag(ctx, old)))
-    return notes
-
-
-def check_scope(ctx: click.Context, names, applies: bool, where: str) -> None:
-    """Options among ``names`` given on the command line (or in the environment) where they
-    do not apply (``applies`` false) are refused in one line: ``{flag} applies to {where}``
-    (never silently ignored)."""
-    from rfcli.errors import UsageError
-
-    if applies:
-        return
-    for n in names:
-        if given(ctx, n):
-            raise UsageError(f"{flag_of(ctx, n)} applies to {where}")
-
-
-#: kernels with a bandwidth (--gamma)
-BANDWIDTH_KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52", "positive")
-
-
-def check_bandwidth(ctx: click.Context, kernel: str) -> None:
-    """``--gamma`` for a kernel without a bandwidth (encode, sweep)."""
-    kernels = ", ".join(BANDWIDTH_KERNELS)
-    where = f"the kernels with a bandwidth ({kernels}), not {kernel}"
-    check_scope(ctx, ["gamma"], kernel in BANDWIDTH_KERNELS, where)
-
-
-def check_overwrite(ctx: click.Context, output: str) -> None:
-    """``--overwrite`` with ``-o -``: stdout is not a file to replace."""
-    check_scope(ctx, ["overwrite"], output != "-", "an output file, not stdout (-o -)")
-
-
-def check_raw_input(ctx: click.Context, data: str) -> None:
-    """``--on-nan`` (an option of raw input) given with a store (encoded rows, no NaN)."""
-    from rfcli.io import location
-
-    if given(ctx, "on_nan"):  # else nothing to check: no look at the input
-        check_scope(ctx, ["on_nan"], not location.is_store(data),
-                    "raw input, not a store (its rows are encoded already)")  # fmt: skip
-
-
-def check_family_options(ctx: click.Context, kernel: str) -> None:
-    """A map option given on the command line for a kernel that does not take it is an
-    error, not silently ignored."""
-    from click.core import ParameterSource
-
-    from rfcli.errors import UsageError
-    from rfcli.maps import MAP_OPTIONS
-
-    for name in MAP_FAMILY_OPTIONS:
-        src = ctx.get_parameter_source(name)
-        if src in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
-            if name not in MAP_OPTIONS.get(kernel, ()):
-                takers = [k for k, names in MAP_OPTIONS.items() if name in names]
-                flag = "--" + name.replace("_", "-")
-                raise UsageError(f"{flag} applies to --kernel {'/'.join(takers)}, not {kernel}")
 
 
 def engine_options(f):

@@ -5,10 +5,8 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
+from rfcli.cli.checks import check_model_and_data, check_overwrite, check_raw_input
 from rfcli.cli.options import (
-    check_model_and_data,
-    check_overwrite,
-    check_raw_input,
     dask_settings,
     engine_options,
     json_option,

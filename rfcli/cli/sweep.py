@@ -5,14 +5,9 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.options import (
-    AutoFloat,
-    CommaList,
-    check_bandwidth,
-    check_scope,
-    flatten,
-    overwrite_option,
-)
+from rfcli.cli.checks import check_bandwidth, check_scope
+from rfcli.cli.options import flatten, overwrite_option
+from rfcli.cli.types import AutoFloat, CommaList
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.io.settings import ReadSettings
 from rfcli.maps import KERNELS

@@ -5,28 +5,28 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
+from rfcli.cli.checks import check_scope
 from rfcli.cli.options import (
     GP_KERNELS,
-    AlsoSpelled,
-    AutoFloat,
-    MemorySize,
-    Pair,
     SectionedCommand,
-    check_scope,
     dask_settings,
-    deprecated_alias,
     engine_options,
-    flag_of,
-    given,
     glf_quadrature_options,
     gp_kernel_option,
     json_option,
     nan_option,
     overwrite_option,
-    respell,
     settings_from,
+)
+from rfcli.cli.spelling import (
+    AlsoSpelled,
+    deprecated_alias,
+    flag_of,
+    given,
+    respell,
     take_deprecated,
 )
+from rfcli.cli.types import AutoFloat, MemorySize, Pair
 
 #: the options of each model (the others are refused, never silently ignored)
 MODEL_OPTIONS = {

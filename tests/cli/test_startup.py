@@ -109,7 +109,8 @@ def test_lazily_imported_components_are_all_registered():
 
     assert tuple(TARGETS) == TARGET_NAMES
     # the command line's own lists (its help imports no numeric library) are the maps'
-    from rfcli.cli.options import BANDWIDTH_KERNELS, GP_KERNELS
+    from rfcli.cli.checks import BANDWIDTH_KERNELS
+    from rfcli.cli.options import GP_KERNELS
     from rfcli.maps.gauss_legendre import GLF_KERNELS
 
     assert GP_KERNELS == GLF_KERNELS
