@@ -148,8 +148,3 @@ def _zstd():
 
         _codec = pa.Codec("zstd")
     return _codec
-
-
-def store_attrs(path: str) -> dict:
-    """A local store's group attributes (zarr.json), without opening it through zarr."""
-    return LocalGroup(path).attrs
