@@ -241,7 +241,7 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
             f"interrupted; {e.rows_kept:,} encoded rows are kept in {e.partial} "
             "(run the same command with --resume to continue)"
         ) from None
-    _report(ui, res, fitted=like is None, gamma=opts["gamma"])
+    _report(ui, res, fitted=like is None, gamma=opts["gamma"], label=opts["label"])
     if as_json:
         ui.result_json(_result(res))
 
@@ -365,8 +365,17 @@ def _read_settings(o: dict) -> ReadSettings:
     return settings_from(ReadSettings, o, columns=flatten(o["columns"]), ids=list(o["ids"]))
 
 
-def _report(ui, res, fitted: bool, gamma) -> None:
+#: column names that usually hold a label: encoded as features without --label, say so
+LABEL_LIKE = ("label", "labels", "y", "target", "class")
+
+
+def _report(ui, res, fitted: bool, gamma, label: str | None = None) -> None:
     """What was skipped, what was fitted on the input, and what was written (stderr)."""
+    if label is None:
+        for c in res.encoder.columns:
+            if c.lower() in LABEL_LIKE:
+                ui.info(f"note: column {c!r} is encoded as a feature; if it is the label, "
+                        f"encode with --label {c} (train needs a store with a label)")  # fmt: skip
     if res.skipped_columns:
         ui.info(
             f"skipped non-numeric column(s): {', '.join(res.skipped_columns)} "

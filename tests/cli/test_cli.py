@@ -233,3 +233,19 @@ def test_subprocess_non_numeric_and_nan(tmp_path):
     assert p.returncode == 2 and b"not numeric" in p.stderr
     p = rfcli_proc("encode", path, "-o", tmp_path / "o.zarr", "--gamma", "1", "--on-nan", "drop")
     assert p.returncode == 0 and b"skipped non-numeric column(s): s" in p.stderr
+
+
+def test_a_label_named_column_encoded_as_a_feature_is_noted(tmp_path):
+    """Without --label, a column named like a label (here 'label') becomes a feature, and
+    the encode says how to make it the label; with --label, no note."""
+    from tests.helpers import write_parquet
+
+    rng = np.random.default_rng(0)
+    src = write_parquet(tmp_path / "x.parquet", a=rng.normal(size=50), b=rng.normal(size=50),
+                        label=rng.integers(0, 2, 50))  # fmt: skip
+    r = invoke("encode", src, "-o", tmp_path / "s.zarr", "-m", 8, "--gamma", 1)
+    assert r.exit_code == 0
+    assert "note: column 'label' is encoded as a feature" in r.stderr
+    assert "--label label" in r.stderr
+    r = invoke("encode", src, "-o", tmp_path / "t.zarr", "-m", 8, "--gamma", 1, "--label", "label")
+    assert r.exit_code == 0 and "note:" not in r.stderr
