@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rfcli.maps.bandwidth import distances
 from rfcli.progress import NullProgress, Progress
 
 LOG2PI = np.log(2 * np.pi)
@@ -74,8 +75,7 @@ def _median_nn(X: np.ndarray) -> float:
     U = np.unique(X, axis=0)
     if len(U) < 2:
         return 0.0
-    sq = (U**2).sum(1)
-    D2 = np.maximum(sq[:, None] + sq[None, :] - 2 * U @ U.T, 0.0)
+    D2 = distances(U)  # squared, from the centred rows (as the encoder's heuristics)
     np.fill_diagonal(D2, np.inf)
     D2[D2 == 0] = np.inf
     nn = np.sqrt(D2.min(1))
