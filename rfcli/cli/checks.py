@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from rfcli.cli.spelling import flag_of, given
+from rfcli.names import BANDWIDTH_KERNELS
 
 
 def check_model_and_data(model: str, data: str, usage: str) -> None:
@@ -39,10 +40,6 @@ def check_scope(ctx: click.Context, names, applies: bool, where: str) -> None:
     for n in names:
         if given(ctx, n):
             raise UsageError(f"{flag_of(ctx, n)} applies to {where}")
-
-
-#: kernels with a bandwidth (--gamma)
-BANDWIDTH_KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52", "positive")
 
 
 def check_bandwidth(ctx: click.Context, kernel: str) -> None:

@@ -20,12 +20,10 @@ from rfcli.cli.options import (
 )
 from rfcli.cli.spelling import deprecated_alias, flag_of, given, take_deprecated
 from rfcli.cli.types import AutoFloat, Bits, CommaList, MemorySize
-from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import Interrupted
 from rfcli.io.jsonfile import read_json
 from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings
-from rfcli.maps import KERNELS
-from rfcli.quantize import DESIGNABLE
+from rfcli.names import KERNELS, QUANTIZER_KINDS
 
 #: the sections of ``rfcli encode --help``: option -> section
 ENCODE_SECTIONS = {
@@ -85,7 +83,7 @@ LIKE_FIXES = ("features", "kernel", "gamma", "seed", "bits", "quantizer", "quant
 )
 @click.option(
     "--quantizer",
-    type=click.Choice([*DESIGNABLE, "binary", "ternary", "trits", "empirical", "none"]),
+    type=click.Choice(QUANTIZER_KINDS),
     help="Quantizer (default: lm for Fourier kernels and arccos1, binary for arccos0, "
     "ternary for ternary, empirical for positive and ntk, none for activation). "
     "empirical = Lloyd-Max fitted on the map's own values (a row sample).",
@@ -341,7 +339,10 @@ def _check_combinations(input_path, output, resume, engine, o: dict) -> None:
         raise UsageError(f"--hyperbolic needs an even -m, got {o['features']}")
 
 
-def _encode_settings(o: dict) -> EncodeSettings:
+def _encode_settings(o: dict):
+    """The EncodeSettings of the options (imported here: ``--help`` loads no NumPy)."""
+    from rfcli.encoder_fit import EncodeSettings
+
     map_options = {k: o[k] for k in MAP_FAMILY_OPTIONS}
     if o["kernel"] == "glf":
         map_options.update(

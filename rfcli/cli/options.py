@@ -10,6 +10,7 @@ import click
 
 from rfcli.cli.checks import check_scope
 from rfcli.cli.types import NumberList, Pair
+from rfcli.names import GP_KERNELS, TARGET_NAMES
 
 
 def settings_from(cls, opts: dict, **given):
@@ -82,10 +83,6 @@ def nan_option(f):
     )(f)
 
 
-#: the GP kernels (encode --gp-kernel with --kernel glf, train --model gpr --gp-kernel)
-GP_KERNELS = ("gaussian", "matern12", "matern32", "matern52")
-
-
 def gp_kernel_option(help: str):
     """--gp-kernel (encode, train)."""
     return click.option(
@@ -131,8 +128,6 @@ def glf_quadrature_options(f):
 
 def map_family_options(f):
     """Options of the ternary/activation, positive, NTK and arc-cosine maps (encode)."""
-    from rfcli.maps import TARGET_NAMES
-
     opts = [
         click.option(
             "--target",

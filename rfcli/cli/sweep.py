@@ -10,7 +10,7 @@ from rfcli.cli.options import flatten, overwrite_option
 from rfcli.cli.types import AutoFloat, CommaList
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.io.settings import ReadSettings
-from rfcli.maps import KERNELS
+from rfcli.names import KERNELS
 
 
 @cli.command("sweep")

@@ -6,8 +6,9 @@ names below), so that a command loads only the map it runs.
 """
 
 from rfcli.maps.base import MAPS, FeatureMap, RowReducer
-from rfcli.maps.fourier import FOURIER_KERNELS, FourierMap
+from rfcli.maps.fourier import FourierMap
 from rfcli.maps.preprocess import ColumnStats, Preprocessor
+from rfcli.names import FOURIER_KERNELS, KERNELS, TARGET_NAMES
 
 #: module of each lazily imported name (and of the map kinds it registers)
 _LAZY = {
@@ -35,21 +36,6 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-#: the activations of the ternary/activation maps (the keys of
-#: :data:`rfcli.maps.activation.TARGETS`, named here for the command line's choices)
-TARGET_NAMES = ("relu", "abs", "cos", "sin", "erf", "tanh")
-
-KERNELS = (
-    *FOURIER_KERNELS,
-    "arccos0",
-    "arccos1",
-    "positive",
-    "ternary",
-    "activation",
-    "ntk",
-    "glf",
-)
 
 #: the map options (beyond m, gamma, seed) each kernel takes
 MAP_OPTIONS = {

@@ -42,10 +42,10 @@ import numpy as np
 from rfcli.errors import ParameterTypeError, UsageError
 from rfcli.maps.bandwidth import median_heuristic
 from rfcli.maps.base import MAPS, FeatureMap, check_n_features, pairwise_sq_dists
+from rfcli.names import FOURIER_KERNELS
 from rfcli.random import generator
 
 MATERN_NU = {"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}
-FOURIER_KERNELS = ("gaussian", "laplacian", *MATERN_NU)
 
 
 def check_gamma(gamma: float | str) -> float | str:

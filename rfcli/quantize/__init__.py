@@ -1,5 +1,6 @@
 """Quantizers (docs/methods.md, Quantizers) and bit packing (docs/store-format.md)."""
 
+from rfcli.names import DESIGNABLE
 from rfcli.quantize import lloyd_max  # registers lm and lm2, the default quantizers
 from rfcli.quantize.base import QUANTIZERS, Quantizer
 from rfcli.quantize.packing import pack_codes, packed_row_bytes, unpack_codes
@@ -9,9 +10,6 @@ QUANTIZERS.lazy("rfcli.quantize.grid", "uniform", "stoc", "sign", "binary")
 QUANTIZERS.lazy("rfcli.quantize.trits", "ternary", "trits")
 QUANTIZERS.lazy("rfcli.quantize.floats", "none")
 QUANTIZERS.lazy("rfcli.quantize.empirical", "empirical")
-
-#: kinds a user can ask for by name with a bit count
-DESIGNABLE = ("lm", "lm2", "stoc", "uniform", "sign")
 
 
 def make_quantizer(kind: str, bits: int, seed: int = 0, law: str = "arcsine") -> Quantizer:

@@ -55,14 +55,24 @@ def _modules_after(*args: str, watch: tuple[str, ...] = HEAVY) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "args", [("--version",), ("--help",), (), ("bogus",), ("train", "--bogus"), ("train", "-h")]
+    "args",
+    [
+        ("--version",),
+        ("--help",),
+        (),
+        ("bogus",),
+        ("train", "--bogus"),
+        ("train", "-h"),
+        ("encode", "--help"),
+        ("encode", "--bogus"),
+    ],  # fmt: skip
 )
 def test_fast_paths_import_no_numeric_library(args):
     assert _modules_after(*args) == set()
 
 
 def test_a_command_imports_what_it_uses():  # the check above can see an import
-    assert "numpy" in _modules_after("encode", "--bogus")
+    assert "numpy" in _modules_after("fit-quantizer", "--kind", "lm", "-b", "1")
 
 
 def test_an_encode_imports_only_the_components_it_runs(tmp_path):
@@ -108,12 +118,22 @@ def test_lazily_imported_components_are_all_registered():
     from rfcli.quantize import QUANTIZERS, Quantizer
 
     assert tuple(TARGETS) == TARGET_NAMES
-    # the command line's own lists (its help imports no numeric library) are the maps'
-    from rfcli.cli.checks import BANDWIDTH_KERNELS
-    from rfcli.cli.options import GP_KERNELS
+    # the names the command line offers (rfcli.names: its help imports no numeric library)
+    # are the components'
+    from rfcli.maps.fourier import MATERN_NU
     from rfcli.maps.gauss_legendre import GLF_KERNELS
+    from rfcli.names import (
+        BANDWIDTH_KERNELS,
+        DESIGNABLE,
+        FOURIER_KERNELS,
+        GP_KERNELS,
+        QUANTIZER_KINDS,
+    )
 
     assert GP_KERNELS == GLF_KERNELS
+    assert FOURIER_KERNELS == ("gaussian", "laplacian", *MATERN_NU)
+    assert set(QUANTIZER_KINDS) == set(QUANTIZERS.kinds())
+    assert set(DESIGNABLE) <= set(QUANTIZER_KINDS)
     assert set(BANDWIDTH_KERNELS) == {k for k in KERNELS if "gamma" in _init_args(MAPS.get(k))}
     assert set(MAPS.kinds()) == set(KERNELS)
     # each lazy kind is registered by the module it names (else get() raises)
