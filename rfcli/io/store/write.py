@@ -129,11 +129,11 @@ class StoreWriter:
         self._specs: dict[str, tuple[tuple, Any]] = {}  # arrays created at their first write
         try:
             self.nodes = open_nodes(self.tmp, self.remote)
+            config, arrays = encoder.to_state()
+            for key, arr in arrays.items():
+                write_small(self.nodes, f"encoder/{key}", arr)
         except OSError as e:
             raise OutputError(f"{self.tmp}: cannot create ({e})") from None
-        config, arrays = encoder.to_state()
-        #: written with the first rows (:meth:`_write_encoder`)
-        self._encoder_arrays: dict[str, np.ndarray] | None = arrays
         rb = encoder.row_bytes
         self._new("codes", (rb,), np.uint8, chunk_cols=rb)
         self._new("norms", (), np.float32)
@@ -157,19 +157,6 @@ class StoreWriter:
             "resume_key": resume_key,
         }
         self.nodes.set_attrs(ATTR, self.meta)
-
-    def _write_encoder(self) -> None:
-        """The encoder's arrays, written with the store's first rows (the zstd codec they
-        need is loaded while the first chunks are encoded, not before).  A partial store
-        gets them before its first checkpoint; one without a checkpoint is started over."""
-        if self._encoder_arrays is None:
-            return
-        try:
-            for key, arr in self._encoder_arrays.items():
-                write_small(self.nodes, f"encoder/{key}", arr)
-        except OSError as e:
-            raise OutputError(f"{self.tmp}: cannot write ({e})") from None
-        self._encoder_arrays = None
 
     @classmethod
     def resume(cls, path: str, resume_key: str, overwrite: bool = False) -> StoreWriter | None:
@@ -198,7 +185,6 @@ class StoreWriter:
 
         self = cls.__new__(cls)
         self.path, self.tmp, self.nodes, self.meta = path, tmp, nodes, meta
-        self._encoder_arrays = None  # written before the checkpoint
         self.remote = False
         self.encoder = FeatureStore(tmp, require_complete=False).encoder
         self.chunk_rows = int(meta["layout"]["chunk_rows"])
@@ -299,7 +285,6 @@ class StoreWriter:
             cols[f"ids/{k}"] = cat(lambda b, k=k: b[2][k])
         start, stop = self.n_rows, self.n_rows + rows
         rest = []
-        self._write_encoder()
         for name, data in cols.items():
             arr = self._array(name, data[:SAMPLE_ROWS], stop)  # the store's first rows
             _write_rows(arr, start, data[:rows], self.chunk_rows)
@@ -361,7 +346,6 @@ class StoreWriter:
             samples["label"] = self._label_values(first.label)
         for k, v in (first.ids or {}).items():
             samples[f"ids/{k}"] = self._id_values(k, v)
-        self._write_encoder()
         for name in list(self._specs):
             self._array(name, samples.get(name), n_rows)
         self.n_rows = 0
