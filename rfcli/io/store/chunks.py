@@ -31,21 +31,25 @@ ZSTD_LEVEL = 3
 
 
 class Zstd:
-    """zstd frames of whole chunks, compressed by the zstd library that pyarrow carries
-    (already loaded to read the input: numcodecs' import, 35 modules and a scan of every
-    installed package's entry points, cost an encode 70 ms of its main thread, which the
-    worker threads wait on for the GIL).  Any zstd decoder reads the frames; their bytes
-    may differ from numcodecs' for the same level (another zstd version), so a store's
-    compressed chunks are rfcli's own, the same whatever the chunking, threads or engine."""
+    """zstd frames of whole chunks, compressed (and decompressed, when read) by the zstd
+    library that pyarrow carries (already loaded to read the input: numcodecs' import, 35
+    modules and a scan of every installed package's entry points, cost an encode 70 ms of
+    its main thread, which the worker threads wait on for the GIL).  Any zstd decoder
+    reads the frames; their bytes may differ from numcodecs' for the same level (another
+    zstd version), so a store's compressed chunks are rfcli's own, the same whatever the
+    chunking, threads or engine."""
 
     def __init__(self, level: int = ZSTD_LEVEL):
         import pyarrow as pa
 
-        self.level = level
         self._codec = pa.Codec("zstd", compression_level=level)
 
     def encode(self, buf) -> Any:
         return self._codec.compress(buf)
+
+    def decode(self, frame, size: int) -> bytes:
+        """The ``size`` bytes of a frame (any zstd writer's: numcodecs' too)."""
+        return self._codec.decompress(frame, decompressed_size=size, asbytes=True)
 
 
 def zstd_pays(sample: np.ndarray | None) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rfcli.io.store.chunks import Zstd
 from rfcli.io.store.nodes import read_doc
 
 
@@ -36,6 +37,7 @@ class LocalGroup:
             raise ValueError("zarr.json is not a Zarr v3 group")
         self.attrs: dict = doc.get("attributes", {})
         self._zarr = None
+        self._arrays: dict[str, Any] = {}  # read once: a learner asks for labels per batch
 
     def _dir(self, name: str) -> str:
         return os.path.join(self.root, *name.split("/"))
@@ -44,6 +46,11 @@ class LocalGroup:
         return os.path.isfile(os.path.join(self._dir(name), "zarr.json"))
 
     def __getitem__(self, name: str):
+        if name not in self._arrays:
+            self._arrays[name] = self._open(name)
+        return self._arrays[name]
+
+    def _open(self, name: str):
         d = self._dir(name)
         try:
             doc = read_doc(d)
@@ -132,19 +139,18 @@ class LocalArrayReader:
             raise ChecksumError(f"{path}: crc32c checksum mismatch")
         size = int(np.prod(self.chunks)) * self.dtype.itemsize
         if self.zstd:
-            body = _zstd().decompress(body, decompressed_size=size, asbytes=True)
+            body = _zstd().decode(body, size)
         if len(body) != size:
             raise ValueError(f"{path}: {len(body)} bytes, a chunk holds {size}")
         return np.frombuffer(body, dtype=self.dtype).reshape(self.chunks)
 
 
-_codec = None
+_codec: Zstd | None = None
 
 
-def _zstd():
+def _zstd() -> Zstd:
+    """One codec for every array (decompressing needs no level), made on first use."""
     global _codec
     if _codec is None:
-        import pyarrow as pa
-
-        _codec = pa.Codec("zstd")
+        _codec = Zstd()
     return _codec
