@@ -7,7 +7,6 @@ import click
 from rfcli.cli import cli
 from rfcli.cli.checks import check_scope
 from rfcli.cli.options import (
-    GP_KERNELS,
     SectionedCommand,
     dask_settings,
     engine_options,
@@ -27,6 +26,7 @@ from rfcli.cli.spelling import (
     take_deprecated,
 )
 from rfcli.cli.types import AutoFloat, MemorySize, Pair
+from rfcli.names import GP_KERNELS
 
 #: the options of each model (the others are refused, never silently ignored)
 MODEL_OPTIONS = {

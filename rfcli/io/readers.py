@@ -20,7 +20,7 @@ import numpy as np
 from rfcli.errors import InputError, ParameterTypeError, UsageError, did_you_mean
 from rfcli.io import location
 from rfcli.io.arrays import ArraySource, ExtraColumnClash, is_array_input, unnamed_hint
-from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings  # noqa: F401 (re-export)
+from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings, check_on_nan  # noqa: F401 (re-export)
 from rfcli.io.sources import CsvSource, ParquetSource, Source, ZarrSource, is_glob
 
 
@@ -157,8 +157,7 @@ def iter_chunks(
 ) -> Iterator[Chunk]:
     """Fixed-size chunks (the last may be shorter) of the selected columns, the features
     as ``dtype`` (:func:`make_chunk`)."""
-    if on_nan not in NAN_POLICIES:
-        raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
+    check_on_nan(on_nan)
     names = sel.all
     kw = {"float_columns": sel.features} if isinstance(source, CsvSource) else {}
     pending: list[dict[str, np.ndarray]] = []

@@ -157,7 +157,8 @@ class ParquetSource(Source):
         key = (f, g, tuple(names))
         if key not in self._groups:
             try:
-                table = self._file(f).read_row_group(g, columns=names)
+                # on this thread, as batches() (a Dask task or a pass worker is one core)
+                table = self._file(f).read_row_group(g, columns=names, use_threads=False)
             except pa.ArrowException as e:
                 raise InputError(f"{f}: {first_line(e)}") from None
             self._groups = {k: t for k, t in self._groups.items() if k[2] != key[2]}
