@@ -12,7 +12,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 
-from rfcli.jobs.gpr_learn import _grids
+from rfcli.jobs.gpr_learn import scan_grids as _grids
 from rfcli.learn.gpr_search import exact_profile, pick_starts, scan
 
 

@@ -6,7 +6,7 @@ GLF: D = s^2 w p_ell(eta) changes with every hyperparameter, V is fixed, so lear
 O(s^3) per step after a pass.  With default settings (docs/gpr.md) the fitting pass
 (z-scores) keeps a hash sample of rows, from which the lengthscale bounds come
 (:func:`rfcli.learn.gpr_search.data_bounds`); then a coarse rule's pass and scans, and
-levels of rules around the optimum (:class:`rfcli.jobs.gpr_learn.Levels`).  RFF: the
+levels of rules around the optimum (:class:`rfcli.jobs.gpr_levels.Levels`).  RFF: the
 lengthscale search redraws the features, one pass per step
 (:func:`rfcli.jobs.gpr_learn.fit_rff`).
 """
@@ -27,7 +27,8 @@ from rfcli.io import location
 from rfcli.io.readers import ReadSettings, attach_label, open_source, select_columns
 from rfcli.io.settings import check_on_nan
 from rfcli.io.store import FeatureStore
-from rfcli.jobs.gpr_learn import Fit, Levels, fit_rff, learn_fixed, learn_threads
+from rfcli.jobs.gpr_learn import Fit, fit_rff, learn_fixed, learn_threads
+from rfcli.jobs.gpr_levels import Levels
 from rfcli.jobs.result import TrainResult, check_output
 from rfcli.learn.data import RawData, StoreData
 from rfcli.learn.gpr import (

@@ -15,7 +15,7 @@ Matern-nu ``p = prod(l_j) 2^d pi^{d/2} Gamma(nu + d/2) (2 nu)^nu / Gamma(nu)
 (2 nu + 4 pi^2 |u|^2)^{-(nu + d/2)}``.
 
 The rule serves a *range* of lengthscales per dimension, ``[lo_j, hi_j]`` (``lengthscale_bounds``;
-GPR narrows it around the lengthscales it reaches, rfcli/jobs/gpr_learn.py): L_j from the
+GPR narrows it around the lengthscales it reaches, rfcli/jobs/gpr_levels.py): L_j from the
 spectral tail mass at lo_j; per dimension either one Gauss-Legendre rule of q_j nodes or a
 composite (panelled) rule -- equal panels of :data:`PANEL_NODES` nodes, the panel at 0 split
 geometrically so that the narrow spectrum of the largest lengthscale is resolved -- whichever

@@ -14,7 +14,7 @@ import pytest
 from rfcli.encoder_fit import BottomK
 from rfcli.errors import UsageError
 from rfcli.io.settings import ReadSettings
-from rfcli.jobs import gpr_learn as job
+from rfcli.jobs import gpr_levels as job
 from rfcli.jobs.train_gpr import GPRSettings, train_gpr
 from rfcli.learn.gpr import GPStats, Reduced, fit_hyperparameters, glf_spectral, lml_and_grad
 from rfcli.learn.gpr_search import (

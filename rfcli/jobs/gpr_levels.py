@@ -1,0 +1,422 @@
+"""GLF on raw input: levels of Gauss-Legendre rules that follow the lengthscales reached
+(docs/gpr.md).  A *coarse* quadrature rule (at most ``coarse_nodes`` nodes) serves the
+lengthscales from the smallest it can afford up to the box width; its pass also returns
+the exact input box and the (x, y) row sample.  The LML is scanned on a lengthscale grid
+(signal and noise profiled) where that rule resolves it; when it does not resolve all of
+the bounds, the exact GP on the row sample scans all of them, and its best point becomes a
+start when it lies outside the resolved range and beats the best point inside.  Then
+*levels*: a rule valid on a trust region around the best scan points (x/ F_OUT), one pass,
+L-BFGS-B within the trust region; recentred on the optimum (a new pass) until the optimum
+lies inside the region (x/ F_IN), the kernel error at the optimum meets ``tol`` and a rule
+for the optimum would not be much smaller -- so the nodes follow the lengthscales reached,
+not the worst case of the bounds.  The shared learning steps are :mod:`rfcli.jobs.gpr_learn`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rfcli.encoder import Encoder
+from rfcli.encoder_fit import BottomK
+from rfcli.errors import UsageError
+from rfcli.jobs.gpr_learn import (
+    Fit,
+    learn_fixed,
+    learn_threads,
+    lml_margin,
+    none_encoder,
+    scan_grids,
+    scan_report,
+    theta_of,
+    timed,
+)
+from rfcli.learn.gpr import GPStats, Reduced, fit_hyperparameters, glf_spectral, lml_and_grad
+from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, scan
+from rfcli.maps import gauss_legendre
+from rfcli.maps.base import FeatureMap
+from rfcli.maps.gauss_legendre import GaussLegendreMap, RuleTooLarge
+from rfcli.threads import blas_threads
+
+#: a level's rule serves lengthscales within a factor F_OUT of its centre; a level is final
+#: when the optimum lies a factor F_IN inside the range it was optimized in
+F_OUT, F_IN = 1.5, 1.2
+#: a new level is run when its rule would have fewer than SHRINK x the current nodes
+SHRINK = 0.8
+#: starts whose trust regions fit in a factor GROUP_RATIO share a rule; groups refined apart
+GROUP_RATIO, MAX_GROUPS = 6.0, 2
+
+
+class InputsAndFeatures(FeatureMap):
+    """The map of a GLF statistics pass: the preprocessed inputs, then ``fmap``'s features
+    (the pass splits them; the inputs give the exact box and the (x, y) sample)."""
+
+    kind = "inputs+glf"
+    value_law = "any"
+    default_quantizer = "none"
+
+    def __init__(self, fmap: FeatureMap):
+        super().__init__(fmap.n_features + fmap.n_inputs_, fmap.seed)
+        self.fmap = fmap
+        self.n_inputs_ = fmap.n_inputs_
+
+    @property
+    def feature_scale(self) -> float:
+        return 1.0
+
+    def transform_raw(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        return np.hstack([X, self.fmap.transform(X)]), None
+
+
+class PassExtras:
+    """Additive extras of a statistics pass: the inputs' box and a hash row sample of (x, y)."""
+
+    def __init__(self, d: int, k: int, seed: int):
+        self.lo, self.hi = np.full(d, np.inf), np.full(d, -np.inf)
+        self.sample = BottomK(k, seed) if k else None
+
+    def update(self, row0: int, X: np.ndarray, y: np.ndarray) -> None:
+        if len(X):
+            np.minimum(self.lo, X.min(0), out=self.lo)
+            np.maximum(self.hi, X.max(0), out=self.hi)
+            if self.sample is not None:
+                self.sample.update(row0, np.column_stack([X, y]))
+
+    def __add__(self, other: PassExtras) -> PassExtras:
+        out = PassExtras(len(self.lo), 0, 0)
+        out.lo, out.hi = np.minimum(self.lo, other.lo), np.maximum(self.hi, other.hi)
+        if self.sample is not None:
+            out.sample = BottomK(self.sample.k, self.sample.seed)
+            out.sample.merge(self.sample).merge(other.sample)
+        return out
+
+
+def _glf_pass(data, d: int, k: int, seed: int):
+    """GP statistics of the GLF features and :class:`PassExtras` (a pass function)."""
+    st = GPStats(data.encoder.n_features - d)
+    ext = PassExtras(d, k, seed)
+    for b in data.batches():
+        y = np.asarray(b.y, dtype=np.float64)
+        st.update(b.F[:, d:], y)
+        ext.update(b.row0, b.F[:, :d], y)
+    return st, ext
+
+
+class Levels:
+    """GLF on raw input: the coarse rule and its scans, then levels of rules around the
+    optimum (module docstring).  ``stats(encoder, title, fn, args)`` makes one pass."""
+
+    def __init__(
+        self, stats, base: Encoder, sample, bounds, s, report, clock, threads: int = 1,
+        progress=None,
+    ):  # fmt: skip
+        self.stats, self.base, self.s, self.report, self.clock = stats, base, s, report, clock
+        self.threads, self.progress = threads, progress
+        self.d = len(base.columns)
+        self.bounds = np.asarray(bounds, dtype=float)  # (n_ell, 2)
+        self.n_ell = len(self.bounds)
+        self.width = np.maximum(sample.max(0) - sample.min(0), 1e-12)  # exact after a pass
+        self.xy: np.ndarray | None = None  # (x, y) row sample from the first pass
+        self.passes = 0
+        self.levels: list[dict] = []
+        self.history: list[dict] = []
+        self._designs: dict = {}
+
+    # -- rules and passes -------------------------------------------------------------------
+    def _map(self, ranges: np.ndarray) -> GaussLegendreMap:
+        """A rule valid on ``ranges`` (n_ell, 2) over the current box (designs are cached;
+        RuleTooLarge too)."""
+        s = self.s
+        key = (ranges.round(12).tobytes(), self.width.round(12).tobytes())
+        if key not in self._designs:
+            lb = ranges[0].tolist() if self.n_ell == 1 else ranges.tolist()
+            fmap = GaussLegendreMap(
+                kernel=s.kernel,
+                lengthscale_bounds=lb,
+                tol=s.tol,
+                nodes=s.nodes,
+                cutoff=s.cutoff,
+                seed=s.seed,
+            )
+            with timed(self.clock, "rule design"), blas_threads(1):
+                try:
+                    self._designs[key] = fmap.fit(self.d, box=(np.zeros(self.d), self.width))
+                except RuleTooLarge as e:
+                    self._designs[key] = e
+        out = self._designs[key]
+        if isinstance(out, RuleTooLarge):
+            raise out
+        return out
+
+    def _pass(self, fmap: GaussLegendreMap, what: str):
+        k = 0 if self.xy is not None else self.s.sample_rows
+        enc = none_encoder(self.base, InputsAndFeatures(fmap))
+        st, ext = self.stats(enc, what, _glf_pass, (self.d, k, self.s.seed))
+        self.passes += 1
+        self.width = np.maximum(ext.hi - ext.lo, 1e-12)
+        if ext.sample is not None:
+            self.xy = ext.sample.rows
+        _, _, c, yty = st.standardized()
+        with timed(self.clock, "eigenbasis of G"), learn_threads(len(st.c), self.threads):
+            red = Reduced(st.G, c, yty, st.n)
+        return none_encoder(self.base, fmap), st, red, glf_spectral(fmap, self.s.ard)
+
+    def _full(self, ell: np.ndarray) -> np.ndarray:
+        """Lengthscale parameters -> one lengthscale per input."""
+        return np.broadcast_to(np.asarray(ell, float), (self.d,)) if self.n_ell == 1 else ell
+
+    def _too_large(self, e: RuleTooLarge, what: str):
+        budget = gauss_legendre.MAX_NODES
+        return UsageError(
+            f"{e}, {what}; "
+            f"the budget is {budget} nodes ({2 * budget} features, G of "
+            f"{(2 * budget) ** 2 * 8 / 2**20:.0f} MiB): loosen tol, give narrower "
+            "lengthscale_bounds, set nodes/cutoff by hand, or use features='rff'"
+        )
+
+    # -- the whole search -------------------------------------------------------------------
+    def run(self):
+        s = self.s
+        if not s.learn:
+            return self._fixed_lengthscale()
+        if s.nodes is not None:  # a rule given by hand: one pass over the bounds
+            fmap = self._map(self.bounds)
+            enc, st, red, spectral = self._pass(fmap, "GP statistics")
+            theta, history = learn_fixed(red, spectral, self.bounds, s, self.report, self.threads,
+                                          self.progress)  # fmt: skip
+            self._record("fixed", fmap, self.bounds, theta, red, spectral, history)
+            return self._done(enc, st, red, spectral, theta, history)
+        return self._refine_all(self._coarse())
+
+    def _fixed_lengthscale(self):
+        s = self.s
+        lo, hi = self.bounds[:, 0], self.bounds[:, 1]
+        ell = np.full(self.n_ell, s.lengthscale) if s.lengthscale else np.sqrt(lo * hi)
+        ranges = np.column_stack([ell, ell])
+        try:
+            fmap = self._map(ranges) if s.nodes is None else self._map(self.bounds)
+        except RuleTooLarge as e:
+            raise self._too_large(e, "the lengthscale given") from None
+        enc, st, red, spectral = self._pass(fmap, "GP statistics")
+        theta = np.log([1.0, *ell, 0.1])
+        self._record("fixed", fmap, ranges, theta, red, spectral, [])
+        return self._done(enc, st, red, spectral, theta, [])
+
+    def _coarse_ranges(self) -> np.ndarray:
+        """Ranges [lo0, hi0] of the coarse rule: hi0 the upper bound but at most the box width
+        (larger lengthscales are reached by the levels, whose rules for them are small), lo0
+        the smallest lengthscales (the lower bounds scaled up together) whose rule has at most
+        coarse_nodes nodes."""
+        budget = self.s.coarse_nodes
+        top = self.width.max() if self.n_ell == 1 else self.width
+        hi0 = np.maximum(np.minimum(self.bounds[:, 1], top), self.bounds[:, 0])
+        ranges = np.column_stack([self.bounds[:, 0], hi0])
+        full = ranges if self.n_ell > 1 else np.tile(ranges, (self.d, 1))
+        for _ in range(60):  # first on the quick estimate, then on real designs
+            est = gauss_legendre.estimate_nodes(self.s.kernel, self.width, full, self.s.tol)
+            if est <= budget or np.all(ranges[:, 0] >= ranges[:, 1]):
+                break
+            ranges[:, 0] = np.minimum(
+                ranges[:, 0] * (est / budget) ** (1.0 / self.d) * 1.02, ranges[:, 1]
+            )
+            full = ranges if self.n_ell > 1 else np.tile(ranges, (self.d, 1))
+        for _ in range(40):
+            try:
+                nodes = len(self._map(ranges).w_)
+            except RuleTooLarge as e:
+                nodes = e.nodes
+            if nodes <= budget or np.all(ranges[:, 0] >= ranges[:, 1]):
+                break
+            # nodes grow about as prod_j 1/lo_j: scale every lower end up together
+            k = (nodes / budget) ** (1.0 / self.d) * 1.05
+            ranges[:, 0] = np.minimum(ranges[:, 0] * k, ranges[:, 1])
+        return ranges
+
+    def _coarse(self) -> list[dict]:
+        """The coarse rule, its pass and scans: the L-BFGS starts (scan points, best first)."""
+        s = self.s
+        ranges = self._coarse_ranges()
+        try:
+            fmap = self._map(ranges)
+        except RuleTooLarge as e:
+            raise self._too_large(e, "for the coarse scan") from None
+        enc, st, red, spectral = self._pass(
+            fmap, f"GP statistics (coarse rule, {len(fmap.w_)} nodes)"
+        )
+        grids = [
+            g[(g >= r[0] * 0.9999) & (g <= r[1] * 1.0001)]
+            for g, r in zip(
+                scan_grids(self.bounds, ranges[:, 0], ranges[:, 1]), ranges, strict=True
+            )
+        ]
+        with timed(self.clock, "GLF scan"), learn_threads(red.P.shape[1], self.threads):
+            pts = scan(glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), grids, sweeps=1,
+                       progress=self.progress, title="GP scan (coarse rule)")  # fmt: skip
+        self._record(
+            "coarse",
+            fmap,
+            ranges,
+            None,
+            red,
+            spectral,
+            [],
+            scan_best=max(pts, key=lambda p: p["lml"]),
+        )
+        self.report["scan"] = scan_report(pts, "GLF statistics (coarse rule)")
+        starts = pick_starts(pts, s.starts, lml_margin(red.n))
+        resolved = (ranges[:, 0] <= self.bounds[:, 0] * 1.0001) & (
+            ranges[:, 1] >= self.bounds[:, 1] * 0.9999
+        )
+        if not np.all(resolved):
+            extra = self._sample_scan(ranges, st)
+            if extra is not None:
+                # scan points at an unresolved edge only said "further out"; the sample says where
+                lo_edge = ~resolved & np.array([p["ell"] <= ranges[:, 0] * 1.0001 for p in starts])
+                hi_edge = ~resolved & np.array([p["ell"] >= ranges[:, 1] * 0.9999 for p in starts])
+                starts = [
+                    p
+                    for p, e in zip(starts, np.any(lo_edge | hi_edge, axis=1), strict=True)
+                    if not e
+                ] + [extra]
+        return starts
+
+    def _sample_scan(self, ranges: np.ndarray, st: GPStats) -> dict | None:
+        """Exact GP on the row sample over the whole bounds: its best point when that lies
+        outside the coarse rule's ``ranges`` and beats the best point inside them by more than
+        the margin (a start for the levels); else None."""
+        s = self.s
+        xy = self.xy[: s.scan_rows]
+        if len(xy) < 10:
+            return None
+        mu, sd, _, _ = st.standardized()
+        X, y = xy[:, :-1], (xy[:, -1] - mu) / sd
+        with timed(self.clock, "sample scan"), learn_threads(len(xy), self.threads):
+            pts = scan(
+                exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds),
+                scan_grids(self.bounds),
+                sweeps=1,
+                progress=self.progress,
+                title=f"GP scan (exact GP on {len(xy)} sample rows)",
+            )
+        best = max(pts, key=lambda p: p["lml"])
+        lo, hi = ranges[:, 0] * 0.9999, ranges[:, 1] * 1.0001
+        inside = [p for p in pts if np.all((p["ell"] >= lo) & (p["ell"] <= hi))]
+        self.report["sample_scan"] = scan_report(pts, f"exact GP on {len(xy)} sample rows")
+        if np.all((best["ell"] >= lo) & (best["ell"] <= hi)):
+            return None
+        if inside and best["lml"] <= max(p["lml"] for p in inside) + lml_margin(len(xy)):
+            return None
+        self.report["sample_scan"]["start"] = [float(v) for v in best["ell"]]
+        return best
+
+    def _trust(self, centres: list[np.ndarray]) -> np.ndarray:
+        lo = np.min([c / F_OUT for c in centres], axis=0)
+        hi = np.max([c * F_OUT for c in centres], axis=0)
+        return np.column_stack([np.clip(lo, *self.bounds.T), np.clip(hi, *self.bounds.T)])
+
+    def _groups(self, starts: list[dict]) -> list[list[dict]]:
+        """Starts whose trust regions span at most a factor GROUP_RATIO share one rule (best
+        first); at most MAX_GROUPS groups, each refined on its own."""
+        groups: list[list[dict]] = []
+        for p in starts:
+            for g in groups:
+                r = self._trust([q["ell"] for q in [*g, p]])
+                if np.all(r[:, 1] <= GROUP_RATIO * r[:, 0]):
+                    g.append(p)
+                    break
+            else:
+                groups.append([p])
+        return groups[:MAX_GROUPS]
+
+    def _refine_all(self, starts: list[dict]):
+        """Refine every group; the best final LML wins.  A group whose rule would exceed the
+        budget is skipped (and reported) when another one fits; refused when none does."""
+        results, refused = [], []
+        for i, g in enumerate(self._groups(starts)):
+            try:
+                results.append(self._refine(g, i))
+            except UsageError as e:
+                refused.append(e)
+        if not results:
+            raise refused[0]
+        if refused:
+            self.report["skipped_groups"] = [str(e) for e in refused]
+        best = max(results, key=lambda r: r[1])
+        self.report["converged"] = best[2]
+        return self._done(*best[0])
+
+    def _refine(self, starts: list[dict], group: int):
+        """Levels from ``starts``: (final state, its LML, converged)."""
+        s = self.s
+        ranges = self._trust([p["ell"] for p in starts])
+        thetas = [theta_of(p) for p in starts]
+        prev, count = None, 0
+        while True:
+            count += 1
+            try:
+                fmap = self._map(ranges)
+            except RuleTooLarge as e:
+                raise self._too_large(e, "around the lengthscales the search reached") from None
+            where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"
+            enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
+            box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
+            with timed(self.clock, "L-BFGS-B"), learn_threads(red.P.shape[1], self.threads):
+                res, history = fit_hyperparameters(red, spectral, box, thetas,
+                                                   progress=self.progress,
+                                                   title=f"GP L-BFGS-B ({where})")  # fmt: skip
+            theta = res.x
+            self.history += history
+            level = self._record("level", fmap, ranges, theta, red, spectral, history)
+            level["group"] = group
+            ell = np.exp(theta[1 : 1 + self.n_ell])
+            if prev is not None:
+                level["moved"] = float(np.max(np.abs(theta - prev[0])))
+                level["lml_change"] = float(level["lml"] - prev[1])
+            inside = np.all(
+                ((ell / F_IN >= ranges[:, 0]) | (ranges[:, 0] <= self.bounds[:, 0]))
+                & ((ell * F_IN <= ranges[:, 1]) | (ranges[:, 1] >= self.bounds[:, 1]))
+            )
+            state = (enc, st, red, spectral, theta, self.history, level)
+            nxt = self._trust([ell])
+            if inside and level["probe_error"] <= s.tol:
+                try:
+                    smaller = len(self._map(nxt).w_) < SHRINK * len(fmap.w_)
+                except RuleTooLarge:
+                    smaller = False
+                if not smaller:
+                    return state, level["lml"], True
+            if count >= s.max_levels:
+                return state, level["lml"], False
+            prev = (theta, level["lml"])
+            ranges, thetas = nxt, [np.exp(theta)]
+
+    def _record(self, kind, fmap, ranges, theta, red, spectral, history, scan_best=None):
+        level = {
+            "kind": kind,
+            "nodes": len(fmap.w_),
+            "features": fmap.n_features,
+            "q": fmap.q_,
+            "rules": fmap.rules_,
+            "lengthscale_range": ranges.tolist(),
+        }
+        if theta is not None:
+            ell = np.exp(theta[1 : 1 + self.n_ell])
+            with learn_threads(red.P.shape[1], self.threads):
+                lml, _ = lml_and_grad(theta, red, spectral, need_grad=False)
+            level.update(
+                lengthscale=[float(v) for v in ell],
+                lml=float(lml),
+                iterations=int(sum(h["iterations"] for h in history)),
+                probe_error=fmap.probe_error(self.width, self._full(ell)),
+            )
+        if scan_best is not None:
+            level["scan_best"] = [float(v) for v in scan_best["ell"]]
+        self.levels.append(level)
+        return level
+
+    def _done(self, enc, st, red, spectral, theta, history, level=None):
+        level = level or self.levels[-1]
+        self.report["levels"] = self.levels
+        self.report["probe_error"] = level.get("probe_error")
+        fit = Fit(enc, st, red, spectral, theta, history, "glf", self.n_ell, [])
+        return fit, self.passes
