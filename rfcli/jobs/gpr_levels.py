@@ -32,9 +32,10 @@ from rfcli.jobs.gpr_learn import (
 )
 from rfcli.learn.gpr import GPStats, Reduced, fit_hyperparameters, glf_spectral, lml_and_grad
 from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, scan
-from rfcli.maps import gauss_legendre
+from rfcli.maps import glf_rules
 from rfcli.maps.base import FeatureMap
-from rfcli.maps.gauss_legendre import GaussLegendreMap, RuleTooLarge
+from rfcli.maps.gauss_legendre import GaussLegendreMap
+from rfcli.maps.glf_rules import RuleTooLarge
 from rfcli.threads import blas_threads
 
 #: a level's rule serves lengthscales within a factor F_OUT of its centre; a level is final
@@ -166,7 +167,7 @@ class Levels:
         return np.broadcast_to(np.asarray(ell, float), (self.d,)) if self.n_ell == 1 else ell
 
     def _too_large(self, e: RuleTooLarge, what: str):
-        budget = gauss_legendre.MAX_NODES
+        budget = glf_rules.MAX_NODES
         return UsageError(
             f"{e}, {what}; "
             f"the budget is {budget} nodes ({2 * budget} features, G of "
@@ -213,7 +214,7 @@ class Levels:
         ranges = np.column_stack([self.bounds[:, 0], hi0])
         full = ranges if self.n_ell > 1 else np.tile(ranges, (self.d, 1))
         for _ in range(60):  # first on the quick estimate, then on real designs
-            est = gauss_legendre.estimate_nodes(self.s.kernel, self.width, full, self.s.tol)
+            est = glf_rules.estimate_nodes(self.s.kernel, self.width, full, self.s.tol)
             if est <= budget or np.all(ranges[:, 0] >= ranges[:, 1]):
                 break
             ranges[:, 0] = np.minimum(

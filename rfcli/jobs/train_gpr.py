@@ -45,7 +45,8 @@ from rfcli.learn.gpr_search import (
 )
 from rfcli.learn.targets import Targets
 from rfcli.maps.base import FeatureMap
-from rfcli.maps.gauss_legendre import GLF_KERNELS, GaussLegendreMap
+from rfcli.maps.gauss_legendre import GaussLegendreMap
+from rfcli.maps.glf_rules import GLF_KERNELS
 from rfcli.progress import NullProgress, Progress
 
 

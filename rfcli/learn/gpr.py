@@ -228,7 +228,7 @@ class GPRModel(LinearModel):
 
 def glf_spectral(fmap, ard: bool) -> Spectral:
     """D's dependence on the lengthscale(s) for a fitted GaussLegendreMap."""
-    from rfcli.maps.gauss_legendre import dlog_density_dlog_ell
+    from rfcli.maps.glf_rules import dlog_density_dlog_ell
 
     d = fmap.n_inputs_
 

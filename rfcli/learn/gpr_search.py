@@ -141,7 +141,7 @@ def profile(mu, z2, rest: float, n: int, s2_bounds, lam_bounds):
 def exact_profile(X, y, kernel: str, s2_bounds, lam_bounds) -> Callable:
     """LML profile of the exact GP on rows X, standardized targets y: ``ell -> (lml, log s2,
     log lambda)`` (ell: one value, or one per input)."""
-    from rfcli.maps.gauss_legendre import stationary_kernel
+    from rfcli.maps.glf_rules import stationary_kernel
 
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)

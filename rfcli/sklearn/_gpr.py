@@ -12,14 +12,14 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rfcli.errors import UsageError
-from rfcli.maps.gauss_legendre import MAX_DIM as GLF_MAX_DIM
+from rfcli.maps.glf_rules import MAX_DIM as GLF_MAX_DIM
 from rfcli.sklearn._common import DTYPES, RFEstimator, keep_params, label_name
 
 
 def _rule_too_large(e: Exception) -> bool:
     """Whether GP fitting stopped because a GLF rule exceeds the node budget (the job
     raises a UsageError naming the lengthscales, from the map's RuleTooLarge)."""
-    from rfcli.maps.gauss_legendre import RuleTooLarge
+    from rfcli.maps.glf_rules import RuleTooLarge
 
     return isinstance(e, RuleTooLarge) or isinstance(e.__context__, RuleTooLarge)
 

@@ -30,6 +30,7 @@ OTHER_COMPONENTS = (
     "rfcli.maps.activation",
     "rfcli.maps.arccos",
     "rfcli.maps.gauss_legendre",
+    "rfcli.maps.glf_rules",
     "rfcli.maps.ntk",
     "rfcli.maps.positive",
     "rfcli.quantize.empirical",
@@ -121,7 +122,7 @@ def test_lazily_imported_components_are_all_registered():
     # the names the command line offers (rfcli.names: its help imports no numeric library)
     # are the components'
     from rfcli.maps.fourier import MATERN_NU
-    from rfcli.maps.gauss_legendre import GLF_KERNELS
+    from rfcli.maps.glf_rules import GLF_KERNELS
     from rfcli.names import (
         BANDWIDTH_KERNELS,
         DESIGNABLE,

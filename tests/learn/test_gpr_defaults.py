@@ -26,7 +26,8 @@ from rfcli.learn.gpr_search import (
     profile,
 )
 from rfcli.learn.model_file import load_model
-from rfcli.maps import gauss_legendre as G
+from rfcli.maps import glf_rules as G
+from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.threads import blas_threads
 from tests.helpers import write_parquet
 
@@ -162,7 +163,7 @@ def test_composite_glf_lml_matches_the_exact_gp():
     X = rng.uniform(0, 1, (300, 1))
     y = np.sin(12 * X[:, 0]) + 0.1 * rng.normal(size=300)
     y = (y - y.mean()) / y.std()
-    fmap = G.GaussLegendreMap(lengthscale_bounds=(0.02, 3.0), tol=1e-6, rule="composite")
+    fmap = GaussLegendreMap(lengthscale_bounds=(0.02, 3.0), tol=1e-6, rule="composite")
     fmap.fit(1, box=(X.min(0), X.max(0)))
     assert fmap.rules_ == ["composite"]
     st = GPStats(fmap.n_features)
@@ -199,7 +200,7 @@ def test_glf_profile_equals_the_glf_lml():
     y = np.sin(5 * X[:, 0]) * X[:, 1] + 0.1 * rng.normal(size=250)
     y = (y - y.mean()) / y.std()
     # the profile must equal the LML whatever the quadrature: a small fixed grid
-    fmap = G.GaussLegendreMap(lengthscale_bounds=[[0.2, 1.0], [0.3, 2.0]], nodes=[20, 16])
+    fmap = GaussLegendreMap(lengthscale_bounds=[[0.2, 1.0], [0.3, 2.0]], nodes=[20, 16])
     fmap.fit(2, box=(X.min(0), X.max(0)))
     st = GPStats(fmap.n_features)
     st.update(fmap.transform_raw(X)[0], y)

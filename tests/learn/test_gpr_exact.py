@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from rfcli.learn.gpr import GPStats, Reduced, glf_spectral, lml_and_grad
-from rfcli.maps.gauss_legendre import GaussLegendreMap, stationary_kernel
+from rfcli.maps.gauss_legendre import GaussLegendreMap
+from rfcli.maps.glf_rules import stationary_kernel
 
 
 def exact_lml(X, y, kernel, s2, ell, lam):

@@ -1,0 +1,415 @@
+"""The Gauss-Legendre quadrature rules of GLF features (rfcli.maps.gauss_legendre): the
+kernels' spectral densities, one-dimensional single and composite (panelled) rules, their
+tensor products, the kernel error on probe differences, and the design of a rule that
+meets a tolerance over a range of lengthscales within a node budget (Fink Shustin & Avron,
+"Gauss-Legendre features for Gaussian process regression", JMLR 2022; docs/methods.md,
+Gauss-Legendre features)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from rfcli.errors import UsageError
+from rfcli.maps.fourier import MATERN_NU, matern
+
+GLF_KERNELS = ("gaussian", *MATERN_NU)
+MAX_DIM = 3
+MAX_NODES = 3000  # half-space nodes (2x that many features; G is (2 MAX_NODES)^2 float64)
+#: lengthscale range of a map fitted on a bounding box alone (``rfcli encode --kernel glf``)
+DEFAULT_BOUNDS = (0.05, 2.0)
+#: nodes per panel of a composite rule
+PANEL_NODES = 16
+#: largest single Gauss-Legendre rule tried per dimension (above it composite rules win)
+SINGLE_MAX = 1024
+#: the panel at 0 is split until it spans at most this many spectral standard deviations
+#: of the largest lengthscale (the Gaussian's spectrum has sd 1/(2 pi l))
+GRADE_SIGMAS = 8.0
+#: ratio of the geometric split at 0, and the nodes of each of its pieces
+GRADE_RATIO, GRADE_NODES = 4.0, 8
+#: share of tol that the nodes dropped from a tensor rule may take (their weight x density)
+PRUNE_SHARE = 0.25
+#: tensor rules above PRUNE_MAX x the budget are refused before pruning (it never halves them)
+PRUNE_MAX = 2
+RULES = ("auto", "single", "composite")
+N_PROBES = 256
+
+
+class RuleTooLarge(UsageError):
+    """A quadrature rule for the asked tolerance and lengthscale range exceeds the budget."""
+
+    def __init__(self, message: str, nodes: int, q: list[int], L: list[float]):
+        super().__init__(message)
+        self.nodes, self.q, self.L = nodes, q, L
+
+
+def log_spectral_density(kernel: str, eta: np.ndarray, ell: np.ndarray) -> np.ndarray:
+    """log p(eta) for unit signal variance; eta (s, d), ell (d,)."""
+    from scipy.special import gammaln  # lazily: scipy.special slows CLI start-up
+
+    d = eta.shape[1]
+    u2 = np.sum((eta * ell) ** 2, axis=1)
+    base = np.sum(np.log(ell))
+    if kernel == "gaussian":
+        return base + d / 2 * np.log(2 * np.pi) - 2 * np.pi**2 * u2
+    nu = MATERN_NU[kernel]
+    c = (
+        d * np.log(2)
+        + d / 2 * np.log(np.pi)
+        + gammaln(nu + d / 2)
+        + nu * np.log(2 * nu)
+        - gammaln(nu)
+    )
+    return base + c - (nu + d / 2) * np.log(2 * nu + 4 * np.pi**2 * u2)
+
+
+def dlog_density_dlog_ell(kernel: str, eta: np.ndarray, ell: np.ndarray) -> np.ndarray:
+    """d log p / d log l_j, shape (s, d)."""
+    a = (2 * np.pi * eta * ell) ** 2  # 4 pi^2 l_j^2 eta_j^2
+    if kernel == "gaussian":
+        return 1.0 - a
+    nu = MATERN_NU[kernel]
+    d = eta.shape[1]
+    return 1.0 - (nu + d / 2) * 2 * a / (2 * nu + a.sum(axis=1, keepdims=True))
+
+
+def stationary_kernel(kernel: str, X: np.ndarray, Y: np.ndarray, ell) -> np.ndarray:
+    """Exact unit-variance kernel with lengthscales ell (scalar or per dimension)."""
+    ell = np.broadcast_to(np.asarray(ell, dtype=np.float64), (X.shape[1],))
+    Xs, Ys = X / ell, Y / ell
+    r2 = np.maximum((Xs**2).sum(1)[:, None] + (Ys**2).sum(1)[None, :] - 2 * Xs @ Ys.T, 0.0)
+    if kernel == "gaussian":
+        return np.exp(-r2 / 2)
+    return matern(np.sqrt(r2), MATERN_NU[kernel], 1.0)
+
+
+def cutoff_for(kernel: str, ell_lo: float, tail: float) -> float:
+    """L such that the 1-D marginal of p at lengthscale ell_lo has mass <= tail outside [-L, L]."""
+    from scipy.special import ndtri, stdtrit  # lazily: scipy.special slows CLI start-up
+
+    if kernel == "gaussian":  # eta_j ~ N(0, 1/(2 pi l)^2)
+        return float(-ndtri(tail / 2) / (2 * np.pi * ell_lo))  # normal upper quantile
+    nu = MATERN_NU[kernel]  # 2 pi l eta_j / sqrt(2 nu) ~ Student t with 2 nu degrees of freedom
+    upper = -stdtrit(2 * nu, tail / 2)  # Student t upper quantile (scipy.stats' t.isf)
+    return float(upper * np.sqrt(2 * nu) / (2 * np.pi * ell_lo))
+
+
+@lru_cache(maxsize=256)
+def _leggauss(q: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.polynomial.legendre.leggauss(q)
+
+
+def single_line(L: float, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """One Gauss-Legendre rule of q (even) nodes on [-L, L]."""
+    x, w = _leggauss(int(q))
+    return x * L, w * L
+
+
+def composite_line(L: float, panels: int, ell_hi: float, q_p: int = PANEL_NODES):
+    """Composite Gauss-Legendre rule on [-L, L], symmetric: ``panels`` equal panels on
+    [0, L] of ``q_p`` nodes each, the one at 0 split geometrically (ratio GRADE_RATIO, the
+    pieces of GRADE_NODES nodes) until the innermost spans at most GRADE_SIGMAS spectral
+    standard deviations 1/(2 pi ell_hi) of the largest lengthscale; mirrored to [-L, 0]."""
+    h = L / panels
+    sigma = 1.0 / (2 * np.pi * ell_hi)
+    grade = 0
+    if h > GRADE_SIGMAS * sigma:
+        grade = int(np.ceil(np.log(h / (GRADE_SIGMAS * sigma)) / np.log(GRADE_RATIO)))
+    inner = [h / GRADE_RATIO**k for k in range(grade, 0, -1)]
+    edges = [0.0, *inner, *(h * i for i in range(1, panels + 1))]
+    xs, ws = [], []
+    for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+        x0, w0 = _leggauss(GRADE_NODES if i < grade else q_p)
+        xs.append((b - a) / 2 * x0 + (a + b) / 2)
+        ws.append((b - a) / 2 * w0)
+    x, w = np.concatenate(xs), np.concatenate(ws)
+    return np.concatenate([-x[::-1], x]), np.concatenate([w[::-1], w])
+
+
+def tensor_half(lines) -> tuple[np.ndarray, np.ndarray]:
+    """Tensor product of symmetric 1-D rules (x, w), the half with eta_1 > 0, weights doubled
+    (cos is even, so each +-eta pair is one node)."""
+    axes = [x for x, _ in lines]
+    weights = [w for _, w in lines]
+    keep = axes[0] > 0
+    axes[0], weights[0] = axes[0][keep], 2 * weights[0][keep]
+    grids = np.meshgrid(*axes, indexing="ij")
+    wgrid = np.meshgrid(*weights, indexing="ij")
+    H = np.stack([g.ravel() for g in grids], axis=1)
+    w = np.prod(np.stack([g.ravel() for g in wgrid], axis=1), axis=1)
+    return H, w
+
+
+def half_space_nodes(L: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tensor Gauss-Legendre nodes on prod [-L_j, L_j] (q_j even), the half with eta_1 > 0,
+    weights doubled."""
+    return tensor_half([single_line(float(Lj), int(qj)) for Lj, qj in zip(L, q, strict=True)])
+
+
+def quadrature_kernel(kernel: str, H, w, delta: np.ndarray, ell) -> np.ndarray:
+    """k~(delta) = sum_l w_l p(eta_l) cos(2 pi eta_l'delta) for differences delta (n, d)."""
+    ell = np.broadcast_to(np.asarray(ell, dtype=np.float64), (H.shape[1],))
+    wp = w * np.exp(log_spectral_density(kernel, H, ell))
+    return np.cos(2 * np.pi * delta @ H.T) @ wp
+
+
+def probe_differences(width: np.ndarray, seed: int) -> np.ndarray:
+    """0, the box width and N_PROBES uniform draws in [-width, width] (seeded)."""
+    rng = np.random.default_rng(seed)
+    width = np.asarray(width, dtype=np.float64)
+    d = len(width)
+    return np.vstack([np.zeros(d), width, rng.uniform(-1, 1, (N_PROBES, d)) * width])
+
+
+def probe_lengthscales(ranges: np.ndarray, ard: bool) -> np.ndarray:
+    """Lengthscale vectors (k, d) at which a rule for ``ranges`` (d, 2) is checked: points along
+    the range spaced by at most a factor 2 (the geometric centre among them), and with
+    ``ard`` also the 2^d corners of the box of ranges."""
+    lo, hi = ranges[:, 0], ranges[:, 1]
+    ratio = float(np.max(hi / lo))
+    k = int(min(15, np.ceil(np.log2(ratio)) + 1)) if ratio > 1 else 1
+    k += 1 - k % 2  # odd: the geometric centre is one of them
+    t = np.linspace(0.0, 1.0, k)[:, None] if k > 1 else np.array([[0.5]])
+    out = [lo * (hi / lo) ** t]
+    if ard and len(lo) > 1:
+        corners = np.array(np.meshgrid(*[[0, 1]] * len(lo), indexing="ij")).reshape(len(lo), -1).T
+        out.append(np.where(corners == 1, hi, lo))
+    return np.unique(np.vstack(out), axis=0)
+
+
+def kernel_error(kernel: str, H, w, delta: np.ndarray, ells: np.ndarray) -> float:
+    """max |k~ - k| over the probe differences and the lengthscale vectors ``ells`` (unit
+    signal variance)."""
+    C = np.cos(2 * np.pi * delta @ H.T)
+    zero = np.zeros((1, delta.shape[1]))
+    worst = 0.0
+    for ell in np.atleast_2d(ells):
+        approx = C @ (w * np.exp(log_spectral_density(kernel, H, ell)))
+        exact = stationary_kernel(kernel, delta, zero, ell)[:, 0]
+        worst = max(worst, float(np.abs(approx - exact).max()))
+    return worst
+
+
+class _Line:
+    """A 1-D rule of one dimension that can be refined: a single rule of q nodes, or a
+    composite rule of ``panels`` panels."""
+
+    def __init__(self, kind: str, L: float, ell_hi: float, size: int):
+        self.kind, self.L, self.ell_hi, self.size = kind, L, ell_hi, int(size)
+
+    def nodes(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.kind == "single":
+            return single_line(self.L, self.size)
+        return composite_line(self.L, self.size, self.ell_hi)
+
+    @property
+    def q(self) -> int:
+        return len(self.nodes()[0])
+
+    def grow(self) -> _Line:
+        if self.kind == "single":
+            q = self.size + 2 * max(self.size // 16, 1)  # ~12% per step, stays even
+            if q <= SINGLE_MAX:
+                return _Line("single", self.L, self.ell_hi, q)
+            return _Line("composite", self.L, self.ell_hi, max(1, self.size // PANEL_NODES))
+        return _Line("composite", self.L, self.ell_hi, self.size + max(self.size // 8, 1))
+
+
+def estimate_nodes(kernel: str, width, ranges, tol: float) -> int:
+    """A quick estimate of :func:`design_rule`'s node count, without probing: about
+    4.5 L_j width_j + 20 nodes per dimension (measured on single and composite rules)."""
+    width = np.asarray(width, dtype=np.float64)
+    ranges = np.asarray(ranges, dtype=np.float64)
+    q = [
+        4.5 * cutoff_for(kernel, lo, tol / 10) * w + 20
+        for (lo, _), w in zip(ranges, width, strict=True)
+    ]
+    return int(np.prod(q) / 2 * (0.8 if len(q) > 1 else 1.0))
+
+
+def _search_lines(kernel, L, width, lo, hi, tol, seed, kinds) -> dict[str, _Line | None]:
+    """Per kind (single, composite) the smallest 1-D rule whose 1-D kernel error is <= tol at
+    lengthscales spread over [lo, hi] for differences up to ``width``: None for a single rule
+    that needs more than SINGLE_MAX nodes, the finest tried for a composite one that never
+    gets there within the budget."""
+    delta = probe_differences(np.array([width]), seed)
+    ells = probe_lengthscales(np.array([[lo, hi]]), ard=False)
+    out: dict[str, _Line | None] = {}
+    for kind in sorted(kinds):  # composite first: a single rule must beat it
+        cap = MAX_NODES * 2
+        if kind == "single":
+            # a Gauss-Legendre rule resolves cos(2 pi eta delta) on [-L, L] with about
+            # pi L delta nodes: start a little below, give up beyond SINGLE_MAX
+            q0 = 2 * max(4, int(0.4 * np.pi * L * width))
+            out[kind] = None
+            if len(kinds) > 1:
+                cap = min(SINGLE_MAX, out["composite"].q)
+                if q0 > cap:
+                    continue
+            line = _Line("single", L, hi, min(q0, SINGLE_MAX))
+        else:  # start below the ~2 L width nodes on [0, L] that equal panels need
+            line = _Line("composite", L, hi, max(1, int(1.5 * L * width / PANEL_NODES)))
+        last = line
+        out[kind] = line if kind == "composite" else None
+        while line.q // 2 <= MAX_NODES and line.kind == kind and line.q <= cap:
+            H, w = line.nodes()
+            if kernel_error(kernel, H[:, None], w, delta, ells) <= tol:
+                out[kind] = line
+                break
+            out[kind] = line if kind == "composite" else None
+            last, line = line, line.grow()
+        if out[kind] is None and len(kinds) == 1:
+            out[kind] = last  # a single rule was asked for: the largest tried (tensor grows it)
+    return out
+
+
+def design_rule(
+    kernel: str,
+    width: np.ndarray,
+    ranges: np.ndarray,
+    tol: float,
+    seed: int = 0,
+    ard: bool = True,
+    cutoff: np.ndarray | None = None,
+    rule: str = "auto",
+    max_nodes: int | None = None,
+) -> dict[str, Any]:
+    """A tensor rule (half-space nodes H, weights w) whose kernel error on probe differences in
+    the box of widths ``width`` is <= tol at :func:`probe_lengthscales` of ``ranges`` (d, 2).
+    ``rule``: single or composite rules in every dimension, or ``auto``: the smallest of
+    per-dimension choices of the cheaper 1-D rule, all single, all composite.  Raises
+    :class:`RuleTooLarge` (with the numbers) when it needs more than ``max_nodes`` (default
+    :data:`MAX_NODES`)."""
+    from rfcli.threads import blas_threads
+
+    with blas_threads(1):  # many small products: threads only spin (rfcli/threads.py)
+        return _design_rule(kernel, width, ranges, tol, seed, ard, cutoff, rule, max_nodes)
+
+
+def _design_rule(kernel, width, ranges, tol, seed, ard, cutoff, rule, max_nodes):
+    max_nodes = MAX_NODES if max_nodes is None else max_nodes
+    width = np.maximum(np.asarray(width, dtype=np.float64), 1e-12)
+    ranges = np.asarray(ranges, dtype=np.float64)
+    d = len(width)
+    if cutoff is not None:
+        L = np.broadcast_to(np.asarray(cutoff, dtype=float), (d,)).copy()
+    else:
+        L = np.array([cutoff_for(kernel, ranges[j, 0], tol / 10) for j in range(d)])
+    # per-dimension 1-D searches at tol/d (exact bookkeeping for the separable Gaussian
+    # kernel, a start for Matern), then grow every dimension until the tensor rule passes
+    kinds = ("single", "composite") if rule == "auto" else (rule,)
+    found = [
+        _search_lines(kernel, L[j], width[j], ranges[j, 0], ranges[j, 1], tol / d, seed, kinds)
+        for j in range(d)
+    ]
+    variants = []
+    if rule == "auto":
+        variants.append(
+            [min((ln for ln in f.values() if ln is not None), key=lambda ln: ln.q) for f in found]
+        )
+        if d > 1:
+            if all(f["single"] is not None for f in found):
+                variants.append([f["single"] for f in found])
+            variants.append([f["composite"] for f in found])
+    else:
+        variants.append([f[rule] for f in found])
+    best, error = None, None
+    for lines in variants:
+        try:
+            out = _grow_tensor(kernel, width, ranges, tol, seed, ard, L, lines, max_nodes)
+        except RuleTooLarge as e:
+            error = error or e
+            continue
+        if best is None or len(out["w"]) < len(best["w"]):
+            best = out
+    if best is None:
+        raise error
+    return best
+
+
+def _grow_tensor(kernel, width, ranges, tol, seed, ard, L, lines, max_nodes) -> dict[str, Any]:
+    """Tensor product of ``lines``, pruned, grown until its kernel error meets tol."""
+    d = len(width)
+    delta = probe_differences(width, seed)
+    ells = probe_lengthscales(ranges, ard)
+    while True:
+        q = [ln.q for ln in lines]
+        full = int(np.prod(q)) // 2
+        pruned = full <= PRUNE_MAX * max_nodes  # else too large even after pruning
+        if not pruned:
+            H, w = np.zeros((full, d)), np.zeros(full)
+        else:
+            H, w = tensor_half([ln.nodes() for ln in lines])
+            H, w = _prune(kernel, H, w, ells, PRUNE_SHARE * tol)
+        if len(w) > max_nodes:
+            lo, hi = ranges[:, 0], ranges[:, 1]
+            raise RuleTooLarge(
+                f"GLF needs more than {max_nodes} nodes ({len(w)}"
+                f"{'' if pruned else ' before pruning'} at q={q}, "
+                f"L={[round(float(v), 3) for v in L]}) for tol={tol:g} with lengthscales "
+                f"{_fmt(lo)} to {_fmt(hi)} on this data range (box widths {_fmt(width)})",
+                len(w),
+                q,
+                [float(v) for v in L],
+            )
+        err = kernel_error(kernel, H, w, delta, ells)
+        if err <= tol:
+            break
+        lines = [ln.grow() for ln in lines]
+    return {
+        "H": H,
+        "w": w,
+        "q": q,
+        "L": [float(v) for v in L],
+        "rules": [ln.kind for ln in lines],
+        "probe_error": float(err),
+    }
+
+
+def _fmt(v) -> str:
+    v = np.atleast_1d(v)
+    return ", ".join(f"{x:.4g}" for x in v) if len(v) > 1 else f"{v[0]:.4g}"
+
+
+def _prune(kernel, H, w, ells, budget):
+    """Drop the nodes of smallest weight x density (max over ``ells``) while their sum stays
+    <= budget: each dropped node changes k~ by at most its weight x density."""
+    wp = np.zeros(len(w))
+    for ell in ells:
+        wp = np.maximum(wp, w * np.exp(log_spectral_density(kernel, H, ell)))
+    order = np.argsort(wp, kind="stable")
+    drop = order[np.cumsum(wp[order]) <= budget]
+    keep = np.ones(len(w), dtype=bool)
+    keep[drop] = False
+    return H[keep], w[keep]
+
+
+def lengthscale_ranges(bounds, d: int) -> tuple[np.ndarray, bool]:
+    """(d, 2) lengthscale ranges and whether they are per dimension (ARD probes)."""
+    b = np.asarray(bounds, dtype=np.float64)
+    if b.ndim == 1:
+        return np.tile(b, (d, 1)), False
+    if b.shape[0] == 1:
+        return np.tile(b[0], (d, 1)), True
+    if b.shape != (d, 2):
+        raise UsageError(f"lengthscale_bounds: {b.shape[0]} ranges for {d} inputs")
+    return b, True
+
+
+def check_bounds(bounds) -> Any:
+    if bounds is None:
+        return None
+    b = np.asarray(bounds, dtype=np.float64)
+    if b.ndim not in (1, 2) or b.shape[-1] != 2 or not b.size:
+        raise UsageError(
+            f"lengthscale_bounds must be (lo, hi) or one (lo, hi) per input, got {bounds}"
+        )
+    lo, hi = b[..., 0], b[..., 1]
+    if not (np.all(lo > 0) and np.all(lo <= hi) and np.all(np.isfinite(hi))):
+        raise UsageError(
+            "lengthscale_bounds must satisfy 0 < lo <= hi, got "
+            + (f"({lo:g}, {hi:g})" if b.ndim == 1 else str(b.tolist()))
+        )
+    return [float(v) for v in b] if b.ndim == 1 else [[float(x) for x in r] for r in b]
