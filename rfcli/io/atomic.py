@@ -1,10 +1,16 @@
-"""Atomic file output: write a temporary sibling, fsync, rename into place.  A reader never
-sees a half-written model or quantizer file, and an interrupted write leaves nothing."""
+"""Atomic output: a file is written to a temporary sibling, fsynced and renamed into place
+(a reader never sees a half-written model or quantizer file, and an interrupted write
+leaves nothing); a directory (a store) is moved into place by :func:`replace_tree`, which
+completes or leaves what it replaces as it was."""
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+import sys
 import tempfile
+import uuid
 from collections.abc import Callable
 from typing import IO
 
@@ -40,7 +46,59 @@ def atomic_write(path: str, write: Callable[[IO], None], binary: bool = True) ->
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError):  # the file at ``path`` is as it was
+            raise OutputError(f"{path}: cannot write ({e.strerror or e})") from None
         raise
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the paths ``a`` and ``b`` in one atomic step (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``); False where the system or its file system has no such call."""
+    if sys.platform != "linux":
+        return False
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), b)
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def replace_tree(src: str, dst: str) -> None:
+    """Move the directory ``src`` to ``dst``, replacing whatever ``dst`` is: either the move
+    completes, or ``dst`` is left as it was and OSError is raised (``src`` stays).
+
+    An existing ``dst`` is swapped with ``src`` in one atomic step where the system can
+    (Linux); elsewhere it is renamed aside, ``src`` renamed into place, and renamed back if
+    that fails.  The replaced tree is then deleted."""
+    if not os.path.lexists(dst):
+        os.replace(src, dst)
+        return
+    if _exchange(src, dst):
+        _remove(src)  # what ``dst`` was
+        return
+    aside = f"{dst.rstrip('/')}.old-{uuid.uuid4().hex[:12]}"
+    os.replace(dst, aside)
+    try:
+        os.replace(src, dst)
+    except BaseException:
+        os.replace(aside, dst)
+        raise
+    _remove(aside)

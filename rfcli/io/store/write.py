@@ -15,6 +15,7 @@ from rfcli._version import __version__
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import OutputError, StoreError, UsageError, check_int, first_line
 from rfcli.io import location
+from rfcli.io.atomic import replace_tree
 from rfcli.io.store.chunks import SAMPLE_ROWS, zstd_pays
 from rfcli.io.store.format import (
     ATTR,
@@ -376,14 +377,12 @@ class StoreWriter:
         self.nodes.set_attrs(ATTR, self.meta)
         if self.remote:
             return self.path
-        if os.path.exists(self.path):
-            old = self.path.rstrip("/") + ".old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(self.path, old)
-            os.replace(self.tmp, self.path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(self.tmp, self.path)
+        try:
+            replace_tree(self.tmp, self.path)  # completes, or leaves a replaced store as it was
+        except OSError as e:
+            kept = "; the store there is unchanged" if os.path.lexists(self.path) else ""
+            msg = f"{self.path}: cannot move the store into place ({e}){kept}"
+            raise OutputError(msg) from None
         return self.path
 
     def abort(self) -> None:
