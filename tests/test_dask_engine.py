@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from rfcli import EncodeSettings, ReadSettings, encode  # noqa: E402
+from rfcli import EncodeSettings, FeatureStore, ReadSettings, encode  # noqa: E402
 from rfcli.engines.dask import DaskSettings  # noqa: E402
 from rfcli.errors import InputError  # noqa: E402
 from rfcli.jobs.train import TrainSettings, train  # noqa: E402
@@ -54,11 +54,15 @@ SETTINGS = [
     ),
     # gamma by the median heuristic (merged row sample), kappa (map pass), empirical quantizer
     dict(kernel="positive", n_features=40, standardize=True, store_chunk_rows=1024),
+    # chunks longer than the 12,000 rows: the store is one chunk of its rows
+    dict(n_features=32, store_chunk_rows=16384),
 ]
 
 
 @pytest.mark.parametrize(
-    "kw", SETTINGS, ids=["lm", "stoc-standardize", "ternary-trits", "positive-empirical"]
+    "kw",
+    SETTINGS,
+    ids=["lm", "stoc-standardize", "ternary-trits", "positive-empirical", "one-chunk"],
 )
 def test_encode_on_dask_is_byte_identical(tmp_path, dataset, scheduler, kw):
     read = ReadSettings(label="label", ids=["name"])
@@ -67,6 +71,8 @@ def test_encode_on_dask_is_byte_identical(tmp_path, dataset, scheduler, kw):
                dask=DaskSettings(scheduler=scheduler))  # fmt: skip
     assert a.n_rows == b.n_rows == 12000
     assert tree(tmp_path / "a.zarr") == tree(tmp_path / "b.zarr")
+    chunk_rows = FeatureStore(str(tmp_path / "b.zarr")).chunk_rows
+    assert chunk_rows == min(kw["store_chunk_rows"], 12000)
 
 
 _FAILED = {}

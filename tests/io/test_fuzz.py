@@ -106,7 +106,7 @@ PLAUSIBLE = {
     "label": [{"name": "y", "kind": "category", "classes": ["a", "b"]}],  # codes 0..2
     "layout.row_bytes": [1, 3],
     "layout.bits": [1, 3, 1.6, 2.0],
-    "layout.chunk_rows": [16, 50, 1024],
+    "layout.chunk_rows": [16, 64, 1024],  # the store is one chunk of its 50 rows
     "layout.n_features": [7, 16],
     "layout.codes": ["trits-base3"],
     "encoder.columns": [["b", "a"], ["a"]],
@@ -231,7 +231,7 @@ def test_damaged_metadata_reader_and_verify_agree(base, edits):
         ([("encoder.map.seed", 1)], "refused"),  # another draw: the fingerprint differs
         ([("encoder.columns", ["b", "a"])], "refused"),
         ([("layout.bits", 1.6)], "refused"),
-        ([("layout.chunk_rows", 50)], "refused"),  # one chunk either way, but inconsistent
+        ([("layout.chunk_rows", 64)], "refused"),  # one chunk either way, but inconsistent
         ([("ids", ["y"])], "refused"),
         ([("label", {"name": "y", "kind": "category", "classes": ["a", "b"]})], "refused"),
     ],

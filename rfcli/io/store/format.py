@@ -75,6 +75,14 @@ def store_chunk_rows(row_bytes: int) -> int:
     return int(min(65536, max(1024, 1 << (rows.bit_length() - 1))))
 
 
+def fitted_chunk_rows(chunk_rows: int, n_rows: int) -> int:
+    """The chunk rows of a store of ``n_rows`` rows: ``chunk_rows``, or ``n_rows`` when that
+    is fewer.  A chunk file holds a whole chunk (Zarr pads the last one with fill value,
+    and the codes are not compressed), so a store smaller than one chunk is one chunk of
+    exactly its rows, and a larger one pads less than its rows."""
+    return int(min(chunk_rows, max(n_rows, 1)))
+
+
 def partial_path(path: str) -> str:
     """Where a store is written until its completion marker is set."""
     return path.rstrip("/") + ".partial"

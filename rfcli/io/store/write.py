@@ -21,6 +21,7 @@ from rfcli.io.store.format import (
     ATTR,
     FORMAT,
     FORMAT_VERSION,
+    fitted_chunk_rows,
     label_kind,
     layout,
     partial_path,
@@ -211,6 +212,13 @@ class StoreWriter:
         decides its compression (:func:`rfcli.io.store.chunks.zstd_pays`)."""
         self._specs[name] = (tuple(tail_shape), dtype)
 
+    def _fit_chunks(self, n_rows: int) -> None:
+        """Chunks of at most ``n_rows`` rows, the store's (known before its first chunk is
+        written: a store smaller than one chunk, or the Dask engine's preallocation)."""
+        assert not self._arrays, "chunking fixed after the first array"
+        self.chunk_rows = fitted_chunk_rows(self.chunk_rows, n_rows)
+        self.meta["layout"]["chunk_rows"] = self.chunk_rows
+
     def _dtype(self, name: str) -> np.dtype:
         if name in self._arrays:
             return self._arrays[name].dtype
@@ -334,6 +342,7 @@ class StoreWriter:
         row ranges with :class:`RegionWriter`.  ``first`` is the input's first chunk (it
         decides label and id dtypes, as in the sequential writer); ``classes`` the category
         label's classes in order of first appearance over the whole input."""
+        self._fit_chunks(n_rows)
         if first.label is not None and self.label_name:
             self._label_values(first.label[:0])
             if self.classes is not None:
@@ -360,6 +369,8 @@ class StoreWriter:
 
     def close(self) -> str:
         """Flush, write the completion marker last, and move the store into place."""
+        if self._buf_rows and not self.n_rows and not self._arrays:  # its rows are all here
+            self._fit_chunks(self._buf_rows)
         if self._buf_rows:
             self._flush(self._buf_rows)
         if self.n_rows == 0:
