@@ -25,7 +25,7 @@ from rfcli.io.readers import ReadSettings, attach_label, open_source
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.encode import fit_on_source, for_engine
 from rfcli.jobs.result import TrainResult, check_one_output, check_output
-from rfcli.learn import selection
+from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
@@ -259,6 +259,9 @@ def _cache_report(data: StoreData, engine: str) -> dict[str, Any]:
 
 # -- ridge ----------------------------------------------------------------------------------
 def _train_ridge(passes, targets: Targets, s: TrainSettings, progress: Progress):
+    if dual.use_dual(passes.n_rows, passes.data.encoder.n_features):  # fewer rows than features
+        return dual.train_ridge(passes, targets, s.seed, _n_folds(s), s.alpha,
+                                DEFAULT_ALPHA_INDEX, s.normalized, progress)  # fmt: skip
     k = targets.n_outputs
     nf = _n_folds(s)
     what = f"Phi'Phi of {nf} folds" if nf else "Phi'Phi"

@@ -235,5 +235,10 @@ class RidgeModel(LinearModel):
     kind = "krr"
 
 
+def alpha_grid(scale: float, floor: float = 0.0) -> np.ndarray:
+    """The alpha candidates ``ALPHA_GRID * scale`` (scale: ``trace(Phi_c'Phi_c) / m``)."""
+    return ALPHA_GRID * max(scale, 1e-12)
+
+
 def alpha_candidates(Gc: np.ndarray) -> np.ndarray:
-    return ALPHA_GRID * max(np.trace(Gc) / len(Gc), 1e-12)
+    return alpha_grid(np.trace(Gc) / len(Gc))
