@@ -155,7 +155,7 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     from rfcli.encoder import BLOCK_ROWS
     from rfcli.maps import make_map
     from rfcli.quantize import make_quantizer, pack_codes
-    from rfcli.threads import blas_threads
+    from rfcli.threads import one_blas_thread
 
     f = pq.ParquetFile(path)
     cols = [c for c in f.schema_arrow.names if c != label]
@@ -194,7 +194,7 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
 
         return loop
 
-    with blas_threads(1):
+    with one_blas_thread():
         times = {
             "parquet read": times_of(read, reps),
             "GEMM": times_of(each(lambda b: b @ W), reps),

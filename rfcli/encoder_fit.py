@@ -23,7 +23,7 @@ from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_m
 from rfcli.quantize import Quantizer, make_quantizer
 from rfcli.quantize.base import check_bits
 from rfcli.random import keyed_uniform
-from rfcli.threads import blas_threads
+from rfcli.threads import one_blas_thread
 
 
 @dataclass
@@ -254,7 +254,7 @@ class EncoderFitter:
     def map_values(self, X: np.ndarray) -> dict[str, np.ndarray]:
         # one BLAS thread: the fitted encoder must not depend on threads or engine (other
         # thread counts sum the products in another order on some BLAS kernels)
-        with blas_threads(1):
+        with one_blas_thread():
             return self.fmap.pass_values(self.pre.transform(X))
 
     def finish_map_pass(self, reducer: RowReducer, where: str) -> None:
@@ -321,7 +321,7 @@ def fit_empirical(
     Lloyd-Max (:class:`rfcli.quantize.empirical.EmpiricalQuantizer`)."""
     from rfcli.quantize.empirical import EmpiricalQuantizer
 
-    with blas_threads(1):  # the same quantizer whatever the threads or engine
+    with one_blas_thread():  # the same quantizer whatever the threads or engine
         z, _ = fmap.transform_raw(rows)
     z = np.asarray(z, dtype=np.float64)
     if z.size > n_values:

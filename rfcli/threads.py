@@ -5,12 +5,16 @@ An encode runs its chunks on worker threads, each calling BLAS on small blocks; 
 library left to its default starts one thread per core inside every call, and its idle
 threads spin between calls, so the two fight for the cores (measured on 2 cores: 12.4
 CPU-seconds in 7.6 s wall for a one-thread encode, against 6.3 in 4.6 with one BLAS
-thread).  Every parallel loop of rfcli therefore sets the BLAS limit for its duration
-with :func:`blas_threads` (threadpoolctl, which knows OpenBLAS, MKL and BLIS)."""
+thread).  rfcli therefore computes with one BLAS thread throughout (:func:`one_blas_thread`,
+through threadpoolctl, which knows OpenBLAS, MKL and BLIS; an engine sets it once per job)
+and gets its parallelism from its own threads over fixed row ranges, which also makes its
+sums independent of the thread count."""
 
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -30,32 +34,79 @@ def default_threads() -> int:
 
 
 _ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "BLIS_NUM_THREADS")
-_controller: tuple | None = None  # (the modules it saw, threadpoolctl's controller)
 
 
-def _user_limit() -> int | None:
-    """A BLAS thread count the user set in the environment (it caps rfcli's)."""
-    for name in _ENV:
-        v = os.environ.get(name, "").strip()
-        if v.isdigit() and int(v) > 0:
-            return int(v)
-    return None
+class _OneThread:
+    """The process-wide state of :func:`one_blas_thread`: how many blocks are inside it
+    (jobs, their passes, nested helpers, in any thread) and the BLAS libraries it limited,
+    with the thread counts to give them back.
+
+    The limit is set through threadpoolctl's controllers for each library, but without its
+    guard for OpenBLAS's process-wide pool (threadpoolctl >= 3.6 lets only the first thread
+    that set a limit change it, and silently ignores the others: a job run in another
+    thread would keep the default threads); the counted blocks here are that guard."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.seen: tuple | None = None
+        self.limited: dict[str, tuple] = {}  # library path: (controller, its thread count)
+
+    def enter(self) -> None:
+        seen = ("numpy" in sys.modules, "scipy.linalg" in sys.modules)  # each loads a BLAS
+        with self.lock:
+            self.depth += 1
+            if seen != self.seen:  # first entry, or a BLAS loaded since (SciPy's own)
+                self.seen = seen
+                self._limit()
+
+    def _limit(self) -> None:
+        from threadpoolctl import ThreadpoolController
+
+        for lib in ThreadpoolController().lib_controllers:
+            if lib.user_api != "blas" or lib.filepath in self.limited:
+                continue
+            n = lib.get_num_threads()
+            _set(lib, 1)
+            self.limited[lib.filepath] = (lib, n)
+
+    def exit(self) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                for lib, n in self.limited.values():
+                    if n is not None:
+                        _set(lib, n)
+                self.limited, self.seen = {}, None
+
+
+def _set(lib, n: int) -> None:
+    """Set a BLAS library's threads (whichever Python thread asks: see :class:`_OneThread`)."""
+    getattr(lib, "_real_set_num_threads", lib.set_num_threads)(n)
+
+
+_STATE = _OneThread()
 
 
 @contextmanager
-def blas_threads(n: int) -> Iterator[None]:
-    """Limit BLAS to ``n`` threads (at most the user's OPENBLAS/MKL/OMP_NUM_THREADS) inside
-    the block.  The libraries are looked up once per process (threadpoolctl's controller):
-    a learner sets the limit on every pass."""
-    global _controller
-    import sys
+def one_blas_thread() -> Iterator[None]:
+    """Limit BLAS to one thread inside the block: every product of rfcli runs there, so that
+    its floating-point sums (and models) do not depend on the BLAS library's threads, and
+    worker threads do not compete with BLAS threads for the cores.
 
-    seen = ("numpy" in sys.modules, "scipy.linalg" in sys.modules)  # each loads a BLAS
-    if _controller is None or _controller[0] != seen:
-        from threadpoolctl import ThreadpoolController
-
-        _controller = (seen, ThreadpoolController())
-    user = _user_limit()
-    limit = max(1, int(n) if user is None else min(int(n), user))
-    with _controller[1].limit(limits=limit, user_api="blas"):
+    The limit is process-wide (BLAS libraries have one thread setting) and counted: the first
+    block to enter sets it, nested blocks and blocks of other threads (two jobs in threads
+    of one process, a notebook, joblib's threading backend) share it, and the last to leave
+    restores the libraries' own limits.  A block entered after a new BLAS library was
+    loaded (SciPy's, at its first import) limits that one too.  Code of other libraries that
+    runs in the process meanwhile also gets one BLAS thread."""
+    _STATE.enter()
+    try:
         yield
+    finally:
+        _STATE.exit()
+
+
+def blas_depth() -> int:
+    """How many :func:`one_blas_thread` blocks are open (0: BLAS at its own limits)."""
+    return _STATE.depth

@@ -1,39 +1,49 @@
-"""The local engine's passes: over cached chunks a pass is split across threads (each
-thread every k-th chunk, one BLAS thread), partial results added; otherwise sequential."""
+"""The local engine's passes: a pass is reduced over fixed row groups (whole batches) whose
+partial results are added in row order, so the numbers do not depend on the thread count or
+on what is cached; threads run the groups when the data can be read by several at once."""
 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
+import rfcli
+from rfcli.engines.base import PASS_GROUPS, pass_groups
 from rfcli.engines.local import LocalPasses
 from rfcli.learn.data import Batch
+from rfcli.threads import blas_depth
+from tests.helpers import letter_matrix, run, write_parquet
 
 
-class Cached:
-    """Chunks in memory, as StoreData once its cache is filled."""
+class Chunks:
+    """Batches held in memory, with the group protocol of StoreData."""
 
-    def __init__(self, chunks, cached=True):
-        self.chunks, self.cached = chunks, cached
+    def __init__(self, chunks, parallel=True):
+        self.chunks, self.parallel_groups = chunks, parallel
+        self.step = len(chunks[0])
         self.n_rows = sum(len(c) for c in chunks)
         self.seen: list[tuple[int, str]] = []
-        self.parts: list = []
 
-    @property
-    def n_parts(self):
-        return len(self.chunks) if self.cached else 1
+    def groups(self):
+        return [Group(self, a, b) for a, b in pass_groups(self.n_rows, self.step)]
 
-    def batches(self, with_ids=False, part=None):
-        self.parts.append(part)
-        i, k = part or (0, 1)
-        for j in range(i, len(self.chunks), k):
-            self.seen.append((j, threading.current_thread().name))
-            yield Batch(j * 100, self.chunks[j], None)
+
+class Group:
+    def __init__(self, data, a, b):
+        self.data, self.rows = data, (a, b)
+
+    def batches(self, with_ids=False):
+        a, b = self.rows
+        for j in range(a // self.data.step, -(-b // self.data.step)):
+            self.data.seen.append((j, threading.current_thread().name))
+            yield Batch(j * self.data.step, self.data.chunks[j], None)
 
 
 def _sum_pass(data, w):
-    out = np.zeros(w.shape[1])
+    out = np.zeros(w.shape[1], dtype=np.float32)  # float32 sums: their order shows
     n = 0
     for b in data.batches():
         out += (b.F @ w).sum(0)
@@ -41,22 +51,128 @@ def _sum_pass(data, w):
     return out, n
 
 
-def test_cached_pass_is_split_across_threads_and_added():
+def test_pass_groups_are_whole_batches_fixed_by_rows_and_batch_size():
+    assert pass_groups(25, 10) == [(0, 10), (10, 20), (20, 25)]
+    g = pass_groups(1000, 10)
+    assert len(g) == PASS_GROUPS and g[0][0] == 0 and g[-1][1] == 1000
+    assert all(b == c for (_, b), (c, _) in zip(g, g[1:], strict=False))
+    sizes = [(b - a) // 10 for a, b in g]
+    assert max(sizes) - min(sizes) <= 1 and all(a % 10 == 0 for a, _ in g)
+    assert pass_groups(None, 10) == [(0, -1)]
+
+
+def test_a_pass_gives_the_same_bits_on_any_number_of_threads():
     rng = np.random.default_rng(0)
-    chunks = [rng.normal(size=(100, 8)).astype(np.float32) for _ in range(5)]
+    chunks = [rng.normal(size=(100, 8)).astype(np.float32) for _ in range(23)]
     w = rng.normal(size=(8, 3)).astype(np.float32)
+    outs = []
+    for threads in (1, 2, 8):
+        data = Chunks(chunks)
+        with ThreadPoolExecutor(threads) as pool:
+            out, n = LocalPasses(data, threads=threads, pool=pool).reduce(_sum_pass, w)
+        assert n == 2300
+        assert sorted(j for j, _ in data.seen) == list(range(23))  # every batch once
+        outs.append(out)
+    for out in outs[1:]:
+        assert np.array_equal(out, outs[0])
     ref = sum((c.astype(np.float64) @ w.astype(np.float64)).sum(0) for c in chunks)
-    data = Cached(chunks)
-    out, n = LocalPasses(data, threads=2).reduce(_sum_pass, w)
-    assert n == 500
-    np.testing.assert_allclose(out, ref, rtol=1e-5)
-    assert sorted(j for j, _ in data.seen) == list(range(5))  # every chunk exactly once
-    assert sorted(data.parts) == [(0, 2), (1, 2)]  # two parts (run by a pool of two threads)
+    np.testing.assert_allclose(outs[0], ref, rtol=1e-4)
 
 
-def test_uncached_pass_is_one_sequential_loop():
+def test_data_that_one_thread_must_read_is_read_in_order_in_the_same_groups():
     rng = np.random.default_rng(1)
-    data = Cached([rng.normal(size=(50, 4)).astype(np.float32) for _ in range(3)], cached=False)
-    out, n = LocalPasses(data, threads=2).reduce(_sum_pass, np.ones((4, 1), np.float32))
-    assert n == 150 and [j for j, _ in data.seen] == [0, 1, 2]
-    assert data.parts == [None]
+    chunks = [rng.normal(size=(50, 4)).astype(np.float32) for _ in range(11)]
+    w = np.ones((4, 1), np.float32)
+    data = Chunks(chunks, parallel=False)
+    with ThreadPoolExecutor(2) as pool:
+        out, n = LocalPasses(data, threads=2, pool=pool).reduce(_sum_pass, w)
+    assert n == 550 and [j for j, _ in data.seen] == list(range(11))
+    assert len({t for _, t in data.seen}) == 1
+    ref, _ = LocalPasses(Chunks(chunks), threads=1).reduce(_sum_pass, w)
+    assert np.array_equal(out, ref)
+
+
+def test_map_batches_keeps_row_order_on_threads():
+    chunks = [np.full((10, 2), j, np.float32) for j in range(13)]
+    with ThreadPoolExecutor(3) as pool:
+        passes = LocalPasses(Chunks(chunks), threads=3, pool=pool)
+        rows = list(passes.map_batches(lambda b: b.row0, title="t"))
+    assert rows == [10 * j for j in range(13)]
+
+
+# -- whole models: bit-identical for 1, 2 and 8 threads, cached or not --------------------
+@pytest.fixture(scope="module")
+def letter_store(tmp_path_factory):
+    d = tmp_path_factory.mktemp("threads")
+    X = letter_matrix(2400)
+    y = (X[:, 0] > np.median(X[:, 0])).astype(int) + (X[:, 1] > np.median(X[:, 1]))
+    src = write_parquet(d / "in.parquet", **{f"f{j}": X[:, j] for j in range(X.shape[1])},
+                        label=y, target=X[:, 2] + 0.1 * X[:, 3])  # fmt: skip
+    # store chunks of 256 rows: 10 batches, so groups and threads matter
+    store = d / "s.zarr"
+    run(src, store, label="label", n_features=64, bits=2, seed=3, store_chunk_rows=256,
+        columns=[f"f{j}" for j in range(X.shape[1])])  # fmt: skip
+    return str(store), src
+
+
+def _model_arrays(res):
+    m = res.model
+    return {k: np.asarray(v) for k, v in vars(m).items() if isinstance(v, np.ndarray)}
+
+
+def _report_numbers(report):
+    return {k: v for k, v in report.items() if isinstance(v, int | float) and "second" not in k}
+
+
+@pytest.mark.parametrize("model", ["svm", "krr"])
+def test_models_are_bit_identical_for_1_2_and_8_threads_cached_or_not(letter_store, model):
+    store, _ = letter_store
+    runs = []
+    for threads, cache in ((1, None), (2, None), (8, None), (2, 0)):
+        s = rfcli.TrainSettings(model=model, cache_bytes=cache, cv_folds=3)
+        runs.append(rfcli.train(store, None, s, threads=threads))
+    ref = runs[0]
+    arrays = _model_arrays(ref)
+    assert arrays
+    for res in runs[1:]:
+        other = _model_arrays(res)
+        assert other.keys() == arrays.keys()
+        for k, v in arrays.items():
+            assert np.array_equal(other[k], v), k
+        assert _report_numbers(res.report) == _report_numbers(ref.report)
+    assert blas_depth() == 0  # every job gave the BLAS limit back
+
+
+def test_gp_model_is_bit_identical_for_1_2_and_8_threads(letter_store):
+    _, src = letter_store
+    read = rfcli.ReadSettings(label="target", columns=["f0", "f1"], chunk_rows=256)
+    runs = [
+        rfcli.train_gpr(src, None, rfcli.GPRSettings(features="rff", n_features=64, starts=1), read,
+                        threads=t)  # fmt: skip
+        for t in (1, 2, 8)
+    ]
+    ref = _model_arrays(runs[0])
+    for res in runs[1:]:
+        for k, v in ref.items():
+            assert np.array_equal(_model_arrays(res)[k], v), k
+        assert _report_numbers(res.report) == _report_numbers(runs[0].report)
+
+
+def test_two_trainings_in_two_threads_give_the_models_they_give_alone(letter_store):
+    store, _ = letter_store
+    settings = [rfcli.TrainSettings(model="svm", C=1.0), rfcli.TrainSettings(model="krr")]
+    alone = [rfcli.train(store, None, s, threads=2) for s in settings]
+    together: list = [None, None]
+
+    def job(i):
+        together[i] = rfcli.train(store, None, settings[i], threads=2)
+
+    ts = [threading.Thread(target=job, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for a, b in zip(alone, together, strict=True):
+        for k, v in _model_arrays(a).items():
+            assert np.array_equal(_model_arrays(b)[k], v), k
+    assert blas_depth() == 0

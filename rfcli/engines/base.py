@@ -2,9 +2,13 @@
 
 A learner states each pass over its data as a function ``fn(data, *args)`` that reads
 ``data.batches()`` and returns an *additive* partial result (numbers, arrays,
-:class:`~rfcli.learn.ridge.RidgeStats`, tuples of these).  An engine runs it: the local
-engine applies ``fn`` once to the whole data, in row order -- exactly the loop a learner
-would write by hand; the Dask engine applies it to row ranges on the workers and sums the
+:class:`~rfcli.learn.ridge.RidgeStats`, tuples of these).  An engine runs it as a
+map/reduce over row ranges: the local engine applies ``fn`` to each of the fixed *groups*
+of :func:`pass_groups` (at most :data:`PASS_GROUPS` ranges of whole batches, on as many
+threads as it has, each computing with one BLAS thread) and adds the partial results in
+row order (:func:`sum_in_order`); the groups depend only on the rows and the batch size,
+never on the threads or on what is cached, so the result is the same bit for bit on any
+number of cores.  The Dask engine applies ``fn`` to its slices on the workers and sums the
 partial results with :func:`add` in a tree, so the answer equals the local one up to the
 floating-point order of the sums.
 
@@ -22,6 +26,38 @@ def add(a: Any, b: Any) -> Any:
     if isinstance(a, tuple | list):
         return type(a)(add(x, y) for x, y in zip(a, b, strict=True))
     return a + b
+
+
+#: the most row groups a local pass is split into (a pass's parallelism: 8 = the most
+#: threads :func:`rfcli.threads.default_threads` gives)
+PASS_GROUPS = 8
+
+
+def pass_groups(n_rows: int | None, step: int) -> list[tuple[int, int]]:
+    """The row ranges ``[a, b)`` (relative to the data's first row) a local pass is reduced
+    over: ``min(PASS_GROUPS, batches)`` ranges of whole batches of ``step`` rows, their batch
+    counts differing by at most one.  One range when the row count is unknown (a stream).
+
+    >>> pass_groups(25, 10)
+    [(0, 10), (10, 20), (20, 25)]
+    >>> pass_groups(100, 10)[:3]
+    [(0, 10), (10, 20), (20, 40)]
+    """
+    if n_rows is None:
+        return [(0, -1)]
+    n_batches = max(1, -(-int(n_rows) // step))
+    g = min(PASS_GROUPS, n_batches)
+    edges = [min(n_rows, (i * n_batches // g) * step) for i in range(g)] + [n_rows]
+    return list(zip(edges[:-1], edges[1:], strict=True))
+
+
+def sum_in_order(parts: list) -> Any:
+    """The partial results of a pass added in row order, left to right (a fixed order: the
+    same sums whatever ran them)."""
+    out = parts[0]
+    for p in parts[1:]:
+        out = add(out, p)
+    return out
 
 
 def batch_results(data, fn, args) -> list:

@@ -39,7 +39,7 @@ from rfcli.io.store.chunks import SAMPLE_ROWS
 from rfcli.learn.data import RawData, StoreData
 from rfcli.maps import RowReducer
 from rfcli.progress import NullProgress, Progress
-from rfcli.threads import blas_threads
+from rfcli.threads import one_blas_thread
 
 #: store chunks per encode task (tasks of about 64k-256k rows)
 CHUNKS_PER_TASK = 4
@@ -89,7 +89,7 @@ def _encode_task(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows) -> in
     src = ParquetSource(path)
     writer = RegionWriter(tmp)
     try:
-        with blas_threads(1):  # a worker runs one task per thread
+        with one_blas_thread():  # a worker runs one task per thread
             rows = read_range(src, sel, start, stop, chunk_rows, on_nan, encoder.input_dtype)
             for ch in rows:
                 writer.write(encoder.encode_chunk(ch.X, ch.row0), ch.label, ch.ids)
@@ -114,7 +114,7 @@ def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
             part = fitter.new_pass1(len(sel.features), record=True)
         else:
             part = fitter.new_map_pass(start)
-        with blas_threads(1):
+        with one_blas_thread():
             for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
                 if stage == "pass1":
                     part.update(ch.row0, ch.X, ch.label)
@@ -309,7 +309,7 @@ def _store_slice(store_path, normalized, chunk_rows, start, stop, cache):
 def _apply(fn, part, *args):
     """Worker side: one pass function over one slice (a spec tuple is opened first)."""
     data = _store_slice(*part) if isinstance(part, tuple) else part
-    with blas_threads(1):
+    with one_blas_thread():
         return fn(data, *args)
 
 

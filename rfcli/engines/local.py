@@ -1,6 +1,7 @@
-"""The local engine: fitting passes and every learner's pass are sequential loops over all
-rows in this process; the encode runs chunks on a thread pool (NumPy releases the GIL in
-GEMM, cos and packing) and writes them in row order."""
+"""The local engine: in this process, the encode runs chunks on a thread pool (NumPy
+releases the GIL in GEMM, cos and packing) and writes them in row order; a learner's pass
+runs its fixed row groups on the pass threads and adds their partial results in row order;
+the fitting passes are sequential loops.  Everything computes with one BLAS thread."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from functools import partial
 from typing import Any
 
 from rfcli.encoder_fit import EncoderFitter
-from rfcli.engines.base import Engine, add
+from rfcli.engines.base import Engine, sum_in_order
 from rfcli.errors import InputError, Interrupted
 from rfcli.io.readers import Chunk, iter_chunks
 from rfcli.progress import NullProgress, Progress
-from rfcli.threads import blas_threads, default_threads
+from rfcli.threads import default_threads, one_blas_thread
 
 
 class _Tracked:
@@ -33,61 +35,100 @@ class _Tracked:
         return getattr(self._data, name)
 
 
-class _Part:
-    """The i-th of k parts of ``data``'s cached chunks (a thread's share of a pass)."""
-
-    def __init__(self, data, i: int, k: int):
-        self._data, self._part = data, (i, k)
-
-    def batches(self, *args, **kw):
-        return self._data.batches(*args, part=self._part, **kw)
-
-    def __getattr__(self, name):
-        return getattr(self._data, name)
-
-
 class LocalPasses:
-    """A pass over data whose chunks are cached in memory runs on ``threads`` threads, each
-    applying the pass function to every ``threads``-th chunk with one BLAS thread (the
-    partial results are added, as the Dask engine adds its slices'); otherwise it is one
-    sequential loop whose products use up to ``threads`` BLAS threads.  Worker threads
-    with one BLAS thread each keep their speed when other processes share the cores,
-    where multi-threaded BLAS calls on chunk-sized products lose most of theirs
-    (measured: 3.4 s against 14.6 s for 35 SVM passes on letter with the two cores
-    shared)."""
+    """A pass is reduced over the data's fixed row groups (:func:`~rfcli.engines.base.
+    pass_groups`): ``fn`` runs on each group, on up to ``threads`` threads when the data
+    can be read by several at once (a store, cached rows, Parquet or in-memory input), and
+    the partial results are added in row order.  Every product runs on one BLAS thread (the
+    engine's job-wide limit, :func:`rfcli.threads.one_blas_thread`).  So a pass gives the
+    same numbers bit for bit for any thread count, cached or not.  Worker threads with one
+    BLAS thread each also keep their speed when other processes share the cores, where
+    multi-threaded BLAS calls on chunk-sized products lose most of theirs (measured: 3.4 s
+    against 14.6 s for 35 SVM passes on letter with the two cores shared)."""
 
-    def __init__(self, data, progress: Progress | None = None, threads: int = 1):
+    def __init__(self, data, progress: Progress | None = None, threads: int = 1,
+                 pool: ThreadPoolExecutor | None = None):  # fmt: skip
         self.data = data
         self.progress = progress or NullProgress()
         self.threads = threads
+        self._pool = pool
 
     @property
     def n_rows(self) -> int:
         return self.data.n_rows
 
+    def _groups(self) -> list:
+        groups = getattr(self.data, "groups", None)
+        return groups() if groups is not None else [self.data]
+
+    def _parallel(self, n_groups: int) -> bool:
+        return (
+            self._pool is not None
+            and self.threads > 1
+            and n_groups > 1
+            and getattr(self.data, "parallel_groups", False)
+        )
+
     def reduce(self, fn: Callable[..., Any], *args: Any, title: str | None = None) -> Any:
         """``fn(data, *args)`` over all rows (see :mod:`rfcli.engines.base`)."""
-        k = min(self.threads, getattr(self.data, "n_parts", 1))
-        with self.progress.task(title, self.data.n_rows) if title else nullcontext() as task:
-            data = self.data if task is None else _Tracked(self.data, task)
-            if k <= 1:
-                with blas_threads(self.threads):
-                    return fn(data, *args)
-            with blas_threads(1), ThreadPoolExecutor(k) as pool:
-                parts = list(pool.map(lambda i: fn(_Part(data, i, k), *args), range(k)))
-        out = parts[0]
-        for p in parts[1:]:
-            out = add(out, p)
-        return out
+        groups = self._groups()
+        task_cm = self.progress.task(title, self.data.n_rows) if title else nullcontext()
+        with one_blas_thread(), task_cm as task:
+            if task is not None:
+                groups = [_Tracked(g, task) for g in groups]
+            if not self._parallel(len(groups)):
+                return sum_in_order([fn(g, *args) for g in groups])
+            out = None  # partial sums added as they come, in row order (bounded memory)
+            for part in _ordered(self._pool, [partial(fn, g, *args) for g in groups],
+                                 self.threads):  # fmt: skip
+                out = part if out is None else sum_in_order([out, part])
+            return out
 
     def map_batches(self, fn: Callable[..., Any], *args: Any, title: str) -> Iterator[Any]:
-        """``fn(batch, *args)`` for every batch (with its id columns), in row order."""
-        with self.progress.task(title, self.data.n_rows) as task:
-            for batch in self.data.batches(with_ids=True):
-                with blas_threads(self.threads):
-                    out = fn(batch, *args)
-                yield out
-                task.advance(len(batch))
+        """``fn(batch, *args)`` for every batch (with its id columns), in row order: the
+        batches of a group one after another, groups on the pool's threads."""
+        groups = self._groups()
+        with one_blas_thread(), self.progress.task(title, self.data.n_rows) as task:
+            if not self._parallel(len(groups)):
+                for g in groups:
+                    for batch in g.batches(with_ids=True):
+                        yield fn(batch, *args)
+                        task.advance(len(batch))
+                return
+            jobs = [partial(_batch_outputs, g, fn, args) for g in groups]
+            for outs in _ordered(self._pool, jobs, self.threads):
+                for out, n in outs:
+                    yield out
+                    task.advance(n)
+
+
+def _batch_outputs(data, fn, args) -> list:
+    """(``fn(batch, *args)``, rows) for every batch of ``data``, in row order."""
+    return [(fn(b, *args), len(b)) for b in data.batches(with_ids=True)]
+
+
+def _ordered(pool: ThreadPoolExecutor, jobs: list, threads: int) -> Iterator[Any]:
+    """The results of ``jobs`` (callables) run on ``pool``, at most ``threads + 1`` queued
+    or running at a time, in their order."""
+    pending: deque = deque()
+    try:
+        for job in jobs:
+            pending.append(pool.submit(_run, job))
+            if len(pending) > threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+        for f in pending:  # an abandoned pass: its running jobs end before the data is reused
+            if not f.cancelled():
+                f.exception()
+
+
+def _run(job):
+    with one_blas_thread():
+        return job()
 
 
 class LocalEngine(Engine):
@@ -95,16 +136,40 @@ class LocalEngine(Engine):
 
     def __init__(self, progress: Progress | None = None, threads: int | None = None):
         self.progress = progress or NullProgress()
-        #: cores to use: encode worker threads (each with one BLAS thread), BLAS threads
-        #: of the learners' sequential passes
+        #: cores to use: encode worker threads and pass threads, each with one BLAS thread
         self.threads = threads or default_threads()
+        self._pool: ThreadPoolExecutor | None = None
+        self._blas = None
+
+    def __enter__(self):
+        # one BLAS thread for the whole job, set once here (a process-wide limit, counted:
+        # two jobs in threads of one process share it; see rfcli.threads)
+        if self._blas is None:
+            self._blas = one_blas_thread()
+            self._blas.__enter__()
+        return self
+
+    @property
+    def pool(self) -> ThreadPoolExecutor | None:
+        """The job's pass threads (None with one thread), started when first needed."""
+        if self._pool is None and self.threads > 1:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="rfcli-pass")
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if self._blas is not None:
+            self._blas.__exit__(None, None, None)
+            self._blas = None
 
     def fit_encoder(self, source, sel, settings, read, fmap=None):
         """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe),
         making the passes over the input that :class:`rfcli.encoder_fit.EncoderFitter`
         asks for."""
         fitter = EncoderFitter(settings, fmap)
-        with blas_threads(self.threads):
+        with one_blas_thread():
             return self._fit_encoder(fitter, source, sel, read)
 
     def _fit_encoder(self, fitter, source, sel, read):
@@ -171,7 +236,7 @@ class LocalEngine(Engine):
 
         with (
             self.progress.task("encoding", source.num_rows) as task,
-            blas_threads(1),  # each worker thread computes on one core
+            one_blas_thread(),  # each worker thread computes on one core
             ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool,
         ):
             pending: deque = deque()
@@ -199,7 +264,7 @@ class LocalEngine(Engine):
             drain(0)
 
     def passes(self, data, cache: bool = False) -> LocalPasses:
-        return LocalPasses(data, self.progress, self.threads)
+        return LocalPasses(data, self.progress, self.threads, self.pool)
 
 
 def _tail(ch: Chunk, k: int) -> Chunk:

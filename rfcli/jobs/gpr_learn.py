@@ -32,23 +32,13 @@ from rfcli.learn.gpr_search import (
 from rfcli.maps.base import FeatureMap
 from rfcli.maps.fourier import FourierMap
 from rfcli.quantize import make_quantizer
-from rfcli.threads import blas_threads
+from rfcli.threads import one_blas_thread
 
 #: grid density (lengthscales per decade) of the scans, isotropic and per ARD dimension
 PER_DECADE_ISO, PER_DECADE_ARD = 6, 4
+
+
 #: learning (scans, rule designs, eigendecompositions, L-BFGS-B) runs on one BLAS thread up
-#: to this many features, on the engine's threads above: its products and eigensolvers are
-#: small, and spinning BLAS threads slowed them 2-30x on 2 cores shared with other jobs
-#: (eigh of 500 x 500: 0.05 s on one thread, 4-7 s on two; 2500 x 2500: 2.5 s against 5.4 s;
-#: co2's L-BFGS-B: 0.14 s against 4.3 s)
-ONE_THREAD_FEATURES = 4096
-
-
-def learn_threads(n_features: int, threads: int):
-    """The BLAS limit for learning with ``n_features`` features (see ONE_THREAD_FEATURES)."""
-    return blas_threads(1 if n_features <= ONE_THREAD_FEATURES else threads)
-
-
 def rff_map(s, ell: float) -> FourierMap:
     return FourierMap(s.kernel, n_features=s.n_features, gamma=1.0 / (2.0 * ell * ell), seed=s.seed)
 
@@ -97,7 +87,7 @@ def learn_fixed(red, spectral, bounds, s, report, threads: int = 1,
                  progress=None):  # fmt: skip
     """Fixed features (a store, given nodes): scan, then L-BFGS-B within ``bounds`` from the
     best scan points; without ``s.learn`` the default hyperparameters."""
-    with learn_threads(red.P.shape[1], threads):
+    with one_blas_thread():
         return _learn_fixed_inner(red, spectral, np.asarray(bounds), s, report, progress)
 
 
@@ -150,7 +140,7 @@ def fit_rff(stats, base: Encoder, bounds: np.ndarray, s, report, threads=1,
         st = stats(enc, "GP statistics")
         passes = 1
     _, _, c, yty = st.standardized()
-    with learn_threads(s.n_features, threads):
+    with one_blas_thread():
         red = Reduced(st.G, c, yty, st.n)
     theta, history = learn_fixed(red, spectral, np.zeros((0, 2)), s, report, threads,
                                   progress)  # fmt: skip
@@ -171,7 +161,7 @@ def _learn_rff_lengthscale(stats, base: Encoder, s, lo: float, hi: float, thread
         enc = none_encoder(base, fmap)
         st = stats(enc, f"RFF-GPR statistics (lengthscale {ell:.4g})")
         mu, sd, c, yty = st.standardized()
-        with learn_threads(s.n_features, threads):
+        with one_blas_thread():
             res, _ = fit_hyperparameters(
                 Reduced(st.G, c, yty, st.n), spectral, bounds, [np.array([1.0, 0.1])]
             )

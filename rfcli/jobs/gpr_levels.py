@@ -22,7 +22,6 @@ from rfcli.errors import UsageError
 from rfcli.jobs.gpr_learn import (
     Fit,
     learn_fixed,
-    learn_threads,
     lml_margin,
     none_encoder,
     scan_grids,
@@ -36,7 +35,7 @@ from rfcli.maps import glf_rules
 from rfcli.maps.base import FeatureMap
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import RuleTooLarge
-from rfcli.threads import blas_threads
+from rfcli.threads import one_blas_thread
 
 #: a level's rule serves lengthscales within a factor F_OUT of its centre; a level is final
 #: when the optimum lies a factor F_IN inside the range it was optimized in
@@ -139,7 +138,7 @@ class Levels:
                 cutoff=s.cutoff,
                 seed=s.seed,
             )
-            with timed(self.clock, "rule design"), blas_threads(1):
+            with timed(self.clock, "rule design"), one_blas_thread():
                 try:
                     self._designs[key] = fmap.fit(self.d, box=(np.zeros(self.d), self.width))
                 except RuleTooLarge as e:
@@ -158,7 +157,7 @@ class Levels:
         if ext.sample is not None:
             self.xy = ext.sample.rows
         _, _, c, yty = st.standardized()
-        with timed(self.clock, "eigenbasis of G"), learn_threads(len(st.c), self.threads):
+        with timed(self.clock, "eigenbasis of G"), one_blas_thread():
             red = Reduced(st.G, c, yty, st.n)
         return none_encoder(self.base, fmap), st, red, glf_spectral(fmap, self.s.ard)
 
@@ -250,7 +249,7 @@ class Levels:
                 scan_grids(self.bounds, ranges[:, 0], ranges[:, 1]), ranges, strict=True
             )
         ]
-        with timed(self.clock, "GLF scan"), learn_threads(red.P.shape[1], self.threads):
+        with timed(self.clock, "GLF scan"), one_blas_thread():
             pts = scan(glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), grids, sweeps=1,
                        progress=self.progress, title="GP scan (coarse rule)")  # fmt: skip
         self._record(
@@ -291,7 +290,7 @@ class Levels:
             return None
         mu, sd, _, _ = st.standardized()
         X, y = xy[:, :-1], (xy[:, -1] - mu) / sd
-        with timed(self.clock, "sample scan"), learn_threads(len(xy), self.threads):
+        with timed(self.clock, "sample scan"), one_blas_thread():
             pts = scan(
                 exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds),
                 scan_grids(self.bounds),
@@ -361,7 +360,7 @@ class Levels:
             where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
             box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
-            with timed(self.clock, "L-BFGS-B"), learn_threads(red.P.shape[1], self.threads):
+            with timed(self.clock, "L-BFGS-B"), one_blas_thread():
                 res, history = fit_hyperparameters(red, spectral, box, thetas,
                                                    progress=self.progress,
                                                    title=f"GP L-BFGS-B ({where})")  # fmt: skip
@@ -402,7 +401,7 @@ class Levels:
         }
         if theta is not None:
             ell = np.exp(theta[1 : 1 + self.n_ell])
-            with learn_threads(red.P.shape[1], self.threads):
+            with one_blas_thread():
                 lml, _ = lml_and_grad(theta, red, spectral, need_grad=False)
             level.update(
                 lengthscale=[float(v) for v in ell],

@@ -197,6 +197,8 @@ def _train_store(store, trained_on, output, settings, overwrite, engine, dask, p
         if settings.memory:
             cache = max(0, min(cache, budget - need))
         data.set_cache_budget(cache, cache)
+    import scipy.linalg  # noqa: F401  (its own BLAS, loaded before the engine limits BLAS)
+
     with open_engine(engine, dask, progress, threads) as eng:
         passes = eng.passes(data, cache=svm)
         if settings.model == "krr":

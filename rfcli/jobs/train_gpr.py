@@ -27,7 +27,7 @@ from rfcli.io import location
 from rfcli.io.readers import ReadSettings, attach_label, open_source, select_columns
 from rfcli.io.settings import check_on_nan
 from rfcli.io.store import FeatureStore
-from rfcli.jobs.gpr_learn import Fit, fit_rff, learn_fixed, learn_threads
+from rfcli.jobs.gpr_learn import Fit, fit_rff, learn_fixed
 from rfcli.jobs.gpr_levels import Levels
 from rfcli.jobs.result import TrainResult, check_output
 from rfcli.learn.data import RawData, StoreData
@@ -48,6 +48,7 @@ from rfcli.maps.base import FeatureMap
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import GLF_KERNELS
 from rfcli.progress import NullProgress, Progress
+from rfcli.threads import one_blas_thread
 
 
 @dataclass
@@ -146,20 +147,24 @@ def train_gpr(
     engine: str = "local",
     dask=None,
     progress: Progress | None = None,
+    threads: int | None = None,
 ) -> TrainResult:
     """Fit a GP regression model on raw data (features computed on the fly) or a store;
     write it to ``output`` (if given).  Raw data: a path, or in-memory data (a 2-D NumPy
     array, a pandas DataFrame, a pyarrow Table) with its label column ``read.label`` or
     the label ``y`` given apart.  The result carries the model's encoder.
     ``engine="dask"``: the passes run on a Dask cluster (``dask``: its
-    :class:`~rfcli.engines.dask.DaskSettings`)."""
+    :class:`~rfcli.engines.dask.DaskSettings`); ``threads``: the local engine's threads
+    (default: every available core, at most 8: the model is the same for any number)."""
     s = settings or GPRSettings()
     _check(s)
     input_path, read = attach_label(input_path, y, read or ReadSettings())
     check_on_nan(read.on_nan, engine)
     progress = progress or NullProgress()
     check_output(output, overwrite)
-    with open_engine(engine, dask, progress) as eng:
+    import scipy.linalg  # noqa: F401  (its own BLAS, loaded before the engine limits BLAS)
+
+    with open_engine(engine, dask, progress, threads) as eng:
         return _train_gpr(input_path, output, s, read, eng, overwrite, progress)
 
 
@@ -184,7 +189,7 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
     ``report`` (its ``info``)."""
     st, red, spectral, theta = fit.st, fit.red, fit.spectral, fit.theta
     mu, sd, _, _ = st.standardized()
-    with learn_threads(red.P.shape[1], eng.threads):
+    with one_blas_thread():
         lml, _ = lml_and_grad(theta, red, spectral, need_grad=False)
         mean_w, cov_w, lam = posterior(theta, red, spectral)
     model = GPRModel(
@@ -239,7 +244,7 @@ def _fit_store(path, s: GPRSettings, eng, report, clock):
     fmap = store.encoder.fmap
     kind = "glf" if fmap.kind == "glf" else "rff"
     _, _, c, yty = st.standardized()
-    with learn_threads(len(st.c), eng.threads):
+    with one_blas_thread():
         red = Reduced(st.G, c, yty, st.n)
     if kind == "glf":
         d = fmap.n_inputs_

@@ -38,7 +38,7 @@ import numpy as np
 
 from rfcli.errors import InputError
 from rfcli.random import keyed_uniform
-from rfcli.threads import blas_threads
+from rfcli.threads import one_blas_thread
 
 SEARCH_ROWS = 20_000
 SEARCH_FEATURES = 1024
@@ -178,7 +178,7 @@ def search_gamma(
     if nn_gamma is not None and np.isfinite(nn_gamma) and nn_gamma > 0:
         up = int(np.ceil(np.log(NN_FACTOR * nn_gamma / median_gamma) / np.log(STEP)))
         hi = int(np.clip(up, HALF_WIDTH, MAX_UP))
-    with blas_threads(1):  # the same floating-point sums whatever the threads or engine
+    with one_blas_thread():  # the same floating-point sums whatever the threads or engine
         for k in range(lo, hi + 1):
             score(k)
         _widen(scores, score, lo, hi)

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rfcli.encoder import EncodedChunk, Encoder
+from rfcli.engines.base import pass_groups
 from rfcli.errors import InputError, ParameterTypeError
 from rfcli.io import location
-from rfcli.io.arrays import unnamed_hint
+from rfcli.io.arrays import ArraySource, unnamed_hint
 from rfcli.io.readers import iter_chunks, open_source, read_range, select_columns
 from rfcli.io.sources import ParquetSource
 from rfcli.io.store import FeatureStore
@@ -100,8 +101,10 @@ class StoreData:
         self.start = start
         self.stop = store.n_rows if stop is None else min(stop, store.n_rows)
         self.n_rows = max(self.stop - self.start, 0)
-        self._cache: list[tuple[EncodedChunk, np.ndarray | None]] | None = None
-        self._decoded: list[tuple[int, np.ndarray, np.ndarray | None]] | None = None
+        #: per batch of ``chunk_rows`` rows, once read: (packed chunk, labels) or (row0,
+        #: decoded features, labels); None without a cache
+        self._cache: list | None = None
+        self._decoded: list | None = None
         self._cached = False
         self.set_cache_budget(cache_bytes, decoded_bytes)
 
@@ -115,15 +118,20 @@ class StoreData:
         """Memory of the decoded float32 features (and labels) of these rows."""
         return self.n_rows * (4 * self.encoder.n_features + 8)
 
+    @property
+    def n_batches(self) -> int:
+        return -(-self.n_rows // self.chunk_rows)
+
     def set_cache_budget(self, cache_bytes: int, decoded_bytes: int = 0) -> None:
         """Keep the decoded features in memory between passes if they fit ``decoded_bytes``,
         else the packed codes if they fit ``cache_bytes`` (before the first pass; no effect
         after it)."""
         if self._cached:
             return
-        self._decoded = [] if 0 < self.decoded_size <= decoded_bytes else None
-        packed = self._decoded is None and self.packed_bytes <= cache_bytes
-        self._cache = [] if packed else None
+        decoded = 0 < self.decoded_size <= decoded_bytes
+        packed = not decoded and self.packed_bytes <= cache_bytes
+        self._decoded = [None] * self.n_batches if decoded else None
+        self._cache = [None] * self.n_batches if packed else None
 
     @property
     def cache_kind(self) -> str:
@@ -142,45 +150,54 @@ class StoreData:
     def label_name(self) -> str | None:
         return (self.store.label_info or {}).get("name")
 
-    def _encoded(self) -> Iterator[tuple[EncodedChunk, np.ndarray | None]]:
-        if self._cached:
-            yield from self._cache
-            return
-        fill = self._cache is not None
-        if fill:
-            self._cache = []  # (an abandoned pass left a partial list)
-        for ch in self.store.iter_encoded(self.chunk_rows, self.start, self.stop):
-            item = (ch, self.store.label_values(ch.row0, ch.row0 + len(ch.packed)))
-            if fill:
-                self._cache.append(item)
-            yield item
-        self._cached = fill
+    @property
+    def parallel_groups(self) -> bool:
+        """Whether threads may read :meth:`groups` at once: a filled cache, or a store read
+        by row range from files (raw input seen as a store may read a shared file
+        handle)."""
+        return self._cached or getattr(self.store, "thread_safe_reads", True)
 
-    def _features(self) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
-        """(row0, decoded features, label values) per chunk: from the decoded cache when it
-        is filled, else decoded now (and kept when the decoded cache is on)."""
-        if self._cached and self._decoded is not None:
-            yield from self._decoded
-            return
-        keep = self._decoded is not None
-        if keep:
-            self._decoded = []
-        dec = self.encoder.decode
-        for ch, y in self._encoded():
-            F = dec(ch.packed, ch.norms, ch.row_scale, self.normalized)
-            if keep:
-                F.flags.writeable = False  # shared by every later pass
-                if y is not None:
-                    y.flags.writeable = False
-                self._decoded.append((ch.row0, F, y))
-            yield ch.row0, F, y
-        if keep:
-            self._cached = True  # only after a complete pass (an abandoned one refills)
+    def _read(self, j: int) -> tuple[EncodedChunk, np.ndarray | None]:
+        """Batch ``j``'s packed codes and labels, from the store."""
+        r0 = self.start + j * self.chunk_rows
+        r1 = min(r0 + self.chunk_rows, self.stop)
+        (ch,) = self.store.iter_encoded(self.chunk_rows, r0, r1)
+        return ch, self.store.label_values(r0, r1)
+
+    def _item(self, j: int) -> tuple[int, np.ndarray, np.ndarray | None]:
+        """(row0, decoded features, labels) of batch ``j``: from the cache when it holds the
+        batch, else read (and kept when a cache is on)."""
+        dec = self._decoded
+        if dec is not None and dec[j] is not None:
+            return dec[j]
+        packed = self._cache
+        if packed is not None and packed[j] is not None:
+            ch, y = packed[j]
+        else:
+            ch, y = self._read(j)
+            if packed is not None:
+                packed[j] = (ch, y)
+        F = self.encoder.decode(ch.packed, ch.norms, ch.row_scale, self.normalized)
+        if dec is not None:
+            F.flags.writeable = False  # shared by every later pass
+            if y is not None:
+                y.flags.writeable = False
+            dec[j] = (ch.row0, F, y)
+        return ch.row0, F, y
+
+    def _items(self, a: int, b: int) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
+        """The items of rows ``a .. b-1`` (relative, whole batches)."""
+        for j in range(a // self.chunk_rows, -(-b // self.chunk_rows)):
+            yield self._item(j)
+        slots = self._decoded if self._decoded is not None else self._cache
+        if slots is not None and not self._cached and all(x is not None for x in slots):
+            self._cached = True
 
     def load(self) -> None:
         """Fill the cache now (when the budget allows one)."""
-        for _ in self._features() if self._decoded is not None else self._encoded():
-            pass
+        if self.cache_kind != "none":
+            for _ in self._items(0, self.n_rows):
+                pass
 
     def labels(self) -> Iterator[tuple[int, np.ndarray]]:
         """(row0, label values) per chunk, without decoding features."""
@@ -199,31 +216,34 @@ class StoreData:
         for r0 in range(self.start, self.stop, self.chunk_rows):  # labels only: no codes read
             yield r0, self.store.label_values(r0, min(r0 + self.chunk_rows, self.stop))
 
-    @property
-    def n_parts(self) -> int:
-        """Into how many parts threads may split a pass: the cached chunks (1 before the
-        cache is filled, or without a cache)."""
-        if not self._cached:
-            return 1
-        return len(self._decoded if self._decoded is not None else self._cache)
+    def groups(self) -> list[Rows]:
+        """The fixed row groups a local pass is reduced over
+        (:func:`rfcli.engines.base.pass_groups`)."""
+        return [Rows(self, a, b) for a, b in pass_groups(self.n_rows, self.chunk_rows)]
 
-    def _part(self, i: int, k: int) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
-        """Every k-th cached chunk from the i-th (a thread's share of a pass)."""
-        if self._decoded is not None:
-            yield from self._decoded[i::k]
-            return
-        dec = self.encoder.decode
-        for ch, y in self._cache[i::k]:
-            yield ch.row0, dec(ch.packed, ch.norms, ch.row_scale, self.normalized), y
-
-    def batches(self, with_ids: bool = False, part: tuple[int, int] | None = None
+    def batches(self, with_ids: bool = False, rows: tuple[int, int] | None = None
                 ) -> Iterator[Batch]:  # fmt: skip
-        """The batches of a pass; ``part=(i, k)``: only every k-th cached chunk from the i-th
-        (when :attr:`n_parts` > 1)."""
-        items = self._features() if part is None else self._part(*part)
-        for r0, F, y in items:
+        """The batches of a pass (of the relative rows ``rows = (a, b)`` only, when given:
+        whole batches)."""
+        a, b = rows or (0, self.n_rows)
+        for r0, F, y in self._items(a, b):
             ids = self.store.ids(r0, r0 + len(F)) if with_ids else {}
             yield Batch(r0, F, y, ids)
+
+
+class Rows:
+    """Rows ``a .. b-1`` of ``data`` (a pass group): its batches, and the rest of the
+    data's attributes (encoder, label name, ...)."""
+
+    def __init__(self, data, a: int, b: int):
+        self._data, self._rows = data, (a, b)
+        self.n_rows = b - a
+
+    def batches(self, with_ids: bool = False) -> Iterator[Batch]:
+        return self._data.batches(with_ids, rows=self._rows)
+
+    def __getattr__(self, name):
+        return getattr(self._data, name)
 
 
 class RawData:
@@ -308,6 +328,37 @@ class RawData:
         finally:
             if self.source is None:
                 src.close()
+
+    @property
+    def parallel_groups(self) -> bool:
+        """Whether threads may read :meth:`groups` at once: each group of a Parquet input
+        opens the file itself; in-memory rows are read by slicing."""
+        return isinstance(self.source, ParquetSource | ArraySource)
+
+    def groups(self) -> list[RawData]:
+        """The fixed row groups a local pass is reduced over
+        (:func:`rfcli.engines.base.pass_groups`): one for input read as a stream (CSV)."""
+        if self.stop is not None or not hasattr(self.source, "read_rows"):
+            return [self]
+        ranges = pass_groups(self.n_rows, self.chunk_rows)
+        if len(ranges) == 1:
+            return [self]
+        parquet = isinstance(self.source, ParquetSource)
+        return [
+            RawData(
+                None if parquet else self.source,
+                self.sel,
+                self.encoder,
+                normalized=self.normalized,
+                raw_features=self.raw_features,
+                chunk_rows=self.chunk_rows,
+                on_nan=self.on_nan,
+                start=a,
+                stop=b,
+                path=self.path,
+            )  # fmt: skip
+            for a, b in ranges
+        ]
 
     def batches(self, with_ids: bool = True) -> Iterator[Batch]:
         enc = self.encoder

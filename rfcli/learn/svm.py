@@ -42,7 +42,7 @@ import numpy as np
 
 from rfcli.learn.linear import MODELS, LinearModel
 from rfcli.progress import Iterations, NullProgress, Progress
-from rfcli.threads import blas_threads
+from rfcli.threads import one_blas_thread
 
 LOSSES = ("squared_hinge", "hinge")
 
@@ -124,7 +124,7 @@ def _preconditioner(gram, C, rho, m, p):
     R[np.arange(m), np.arange(m)] += 1.0
     if p > m:
         R[m, m] += 1e-9 * max(R[m, m], 1.0)
-    with blas_threads(1):  # (m+1)^2: tens of milliseconds on one core
+    with one_blas_thread():  # (m+1)^2: tens of milliseconds on one core
         return np.linalg.cholesky(R)
 
 
@@ -195,7 +195,7 @@ def fit_svm(
             # updates): one BLAS thread (a pass sets its own threads); multi-threaded BLAS on
             # products this small loses more to synchronization than it gains, most of all
             # on shared cores
-            with blas_threads(1):
+            with one_blas_thread():
                 res = minimize(
                     objective,
                     theta,

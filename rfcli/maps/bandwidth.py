@@ -24,10 +24,10 @@ def distances(X: np.ndarray, metric: str = "sqeuclidean") -> np.ndarray:
         from scipy.spatial.distance import pdist, squareform
 
         return squareform(pdist(X, METRICS[metric]))
-    from rfcli.threads import blas_threads
+    from rfcli.threads import one_blas_thread
 
     Xc = X - X.mean(axis=0)
-    with blas_threads(1):
+    with one_blas_thread():
         G = Xc @ Xc.T
     sq = np.diag(G).copy()
     D = np.triu(sq[:, None] + sq[None, :] - 2.0 * G, 1)

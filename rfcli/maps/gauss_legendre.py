@@ -161,9 +161,9 @@ class GaussLegendreMap(FeatureMap):
         if ell.ndim <= 1:
             ell = np.broadcast_to(ell, (self.n_inputs_,))[None, :]
         delta = probe_differences(np.maximum(np.asarray(width, float), 1e-12), self.seed)
-        from rfcli.threads import blas_threads
+        from rfcli.threads import one_blas_thread
 
-        with blas_threads(1):
+        with one_blas_thread():
             return kernel_error(self.kernel_name, self.H_, self.w_, delta, ell)
 
     def transform_raw(self, X):

@@ -282,9 +282,9 @@ def design_rule(
     per-dimension choices of the cheaper 1-D rule, all single, all composite.  Raises
     :class:`RuleTooLarge` (with the numbers) when it needs more than ``max_nodes`` (default
     :data:`MAX_NODES`)."""
-    from rfcli.threads import blas_threads
+    from rfcli.threads import one_blas_thread
 
-    with blas_threads(1):  # many small products: threads only spin (rfcli/threads.py)
+    with one_blas_thread():  # many small products: threads only spin (rfcli/threads.py)
         return _design_rule(kernel, width, ranges, tol, seed, ard, cutoff, rule, max_nodes)
 
 

@@ -28,17 +28,17 @@ from rfcli.learn.gpr_search import (
 from rfcli.learn.model_file import load_model
 from rfcli.maps import glf_rules as G
 from rfcli.maps.gauss_legendre import GaussLegendreMap
-from rfcli.threads import blas_threads
+from rfcli.threads import one_blas_thread
 from tests.helpers import write_parquet
 
 LOG2PI = np.log(2 * np.pi)
 
 
 @pytest.fixture(autouse=True)
-def one_blas_thread():
+def _one_blas_thread():
     """The reference computations here are small: on one BLAS thread, as rfcli's learning
     runs them (spinning BLAS threads slow them down many times on a busy machine)."""
-    with blas_threads(1):
+    with one_blas_thread():
         yield
 
 
