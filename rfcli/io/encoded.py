@@ -6,8 +6,8 @@ store ``rfcli encode`` would write from it, with nothing written.
 
 The codes of a row depend only on the row and its global index (the ``stoc`` quantizer's
 hash), never on the chunking, and the store's chunk size is the one that store would have
-(:func:`~rfcli.io.store.format.store_chunk_rows`): a learner reading the same row ranges
-gets the same arrays as from the store, so it computes the same numbers.
+(:func:`~rfcli.io.store.format.store_chunk_rows`, at most its rows): a learner reading the
+same row ranges gets the same arrays as from the store, so it computes the same numbers.
 """
 
 from __future__ import annotations
@@ -19,8 +19,14 @@ import numpy as np
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import UsageError
 from rfcli.io.readers import Selection, check_label, read_range
-from rfcli.io.sources import ParquetSource, Source
-from rfcli.io.store.format import label_kind, layout, layout_bits, store_chunk_rows
+from rfcli.io.sources import Source
+from rfcli.io.store.format import (
+    fitted_chunk_rows,
+    label_kind,
+    layout,
+    layout_bits,
+    store_chunk_rows,
+)
 
 
 class EncodedInput:
@@ -47,7 +53,8 @@ class EncodedInput:
         self.source, self.sel, self.encoder = source, sel, encoder
         self.path = source.path
         self.n_rows = int(source.num_rows)
-        self.chunk_rows = int(chunk_rows or store_chunk_rows(encoder.row_bytes))
+        chunk_rows = int(chunk_rows or store_chunk_rows(encoder.row_bytes))
+        self.chunk_rows = fitted_chunk_rows(chunk_rows, self.n_rows)
         self._features = Selection(sel.features)
         self.on_nan = on_nan
         self.layout = layout(encoder, self.chunk_rows)
@@ -59,9 +66,6 @@ class EncodedInput:
             if width is not None:  # a 2-D label: ``width`` regression outputs
                 self.label_info["outputs"] = int(width)
         self.meta = {"fingerprint": encoder.fingerprint(), "ids": []}
-        #: whether threads may read row ranges at once (in-memory rows: slicing; a Parquet
-        #: file's handle is shared)
-        self.thread_safe_reads = not isinstance(source, ParquetSource)
 
     @property
     def n_features(self) -> int:
