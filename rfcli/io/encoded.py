@@ -19,7 +19,7 @@ import numpy as np
 from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.errors import UsageError
 from rfcli.io.readers import Selection, check_label, read_range
-from rfcli.io.sources import Source
+from rfcli.io.sources import ParquetSource, Source
 from rfcli.io.store.format import (
     fitted_chunk_rows,
     label_kind,
@@ -66,6 +66,9 @@ class EncodedInput:
             if width is not None:  # a 2-D label: ``width`` regression outputs
                 self.label_info["outputs"] = int(width)
         self.meta = {"fingerprint": encoder.fingerprint(), "ids": []}
+        #: whether threads may read row ranges at once (in-memory rows: slicing; a Parquet
+        #: file's handle is shared)
+        self.thread_safe_reads = not isinstance(source, ParquetSource)
 
     @property
     def n_features(self) -> int:
