@@ -17,18 +17,31 @@ from typing import Any
 
 import numpy as np
 
+from rfcli.constraints import Boolean, Dict, Interval, Null, Options, Rule, Validated
 from rfcli.encoder import Encoder, check_quantizer_fits_map, map_fingerprint
-from rfcli.errors import InputError, UsageError
+from rfcli.errors import ConfigError, InputError, UsageError
 from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_map
+from rfcli.names import BANDWIDTH_KERNELS, KERNELS, QUANTIZER_KINDS
 from rfcli.quantize import Quantizer, make_quantizer
 from rfcli.quantize.base import check_bits
 from rfcli.random import keyed_uniform
 from rfcli.threads import one_blas_thread
 
+#: kernels whose map needs a data box (the Gauss-Legendre map: its rule covers the box)
+BOX_KERNELS = ("glf",)
+
+
+def _config_says(config, key, value) -> bool:
+    """Whether a quantizer file leaves ``value`` (given) to agree with its ``key``."""
+    return value is None or config is None or config.get(key) in (None, value)
+
 
 @dataclass
-class EncodeSettings:
-    """What ``rfcli encode`` asks for (ignored when encoding ``like`` another store)."""
+class EncodeSettings(Validated):
+    """What ``rfcli encode`` asks for (ignored when encoding ``like`` another store);
+    :meth:`validate` checks the fields and their combinations (rfcli.constraints).  The
+    map's own options (``map_options``) are checked by the map, the bits a quantizer kind
+    takes by the quantizer."""
 
     kernel: str = "gaussian"
     n_features: int = 1024
@@ -44,6 +57,36 @@ class EncodeSettings:
     map_options: dict[str, Any] = field(default_factory=dict)  # e.g. GLF bounds, tol, nodes
     store_chunk_rows: int | None = None  # rows per store chunk (default: ~4 MiB of codes)
 
+    _parameter_constraints = {
+        "kernel": [Options(*KERNELS)],
+        "n_features": [Interval("int", 1)],
+        "bits": [Null(), Interval("int", 1, 32)],
+        "quantizer": [Null(), Options(*QUANTIZER_KINDS)],
+        "quantizer_config": [Null(), Dict()],
+        "quantizer_domain": [Options("auto", "linear", "log")],
+        "gamma": [Interval("real", 0, lo_open=True), Options("auto", "search")],
+        "seed": [Interval("int", 0)],
+        "normalize_rows": [Boolean()],
+        "standardize": [Boolean()],
+        "sample_rows": [Interval("int", 2)],
+        "map_options": [Dict()],
+        "store_chunk_rows": [Null(), Interval("int", 1)],
+    }
+    _rules = (
+        Rule(("gamma", "kernel"), lambda g, k: g != "search" or k in BANDWIDTH_KERNELS,
+             lambda n, g, k: f"{n('gamma')}='search' is for the kernels with a bandwidth "
+             f"({', '.join(BANDWIDTH_KERNELS)}), not {k}"),
+        Rule(("normalize_rows", "kernel"), lambda nr, k: not (nr and k in BOX_KERNELS),
+             lambda n, nr, k: f"{n('normalize_rows')} does not fit the {k} map (it needs a "
+             "data box)"),
+        Rule(("quantizer", "quantizer_config"), lambda q, c: _config_says(c, "kind", q),
+             lambda n, q, c: f"{n('quantizer')} {q} contradicts the quantizer file "
+             f"({c.get('kind')})"),
+        Rule(("bits", "quantizer_config"), lambda b, c: _config_says(c, "bits", b),
+             lambda n, b, c: f"{n('bits')} {b} does not match the quantizer file "
+             f"({c.get('bits')} bits)"),
+    )  # fmt: skip
+
 
 #: feature values the encoder's empirical quantizer is fitted on (docs/methods.md, Quantizers)
 EMPIRICAL_SAMPLE = 200_000
@@ -58,17 +101,11 @@ def default_bits(kind: str) -> int:
 def build_quantizer(settings, fmap: FeatureMap) -> Quantizer | None:
     """The quantizer of ``settings`` for ``fmap``; None when it must be fitted on data
     (``empirical`` without a quantizer file)."""
-    if settings.quantizer_config is not None:
-        q = Quantizer.from_config(settings.quantizer_config)
-        if settings.quantizer and settings.quantizer != q.kind:
-            raise UsageError(
-                f"quantizer={settings.quantizer!r} contradicts the quantizer file ({q.kind})"
-            )
-        if settings.bits is not None and settings.bits != q.bits:
-            raise UsageError(
-                f"bits={settings.bits} does not match the quantizer file ({q.bits} bits)"
-            )
-        return q
+    if settings.quantizer_config is not None:  # agrees with quantizer and bits (validate)
+        try:
+            return Quantizer.from_config(settings.quantizer_config)
+        except ConfigError as e:
+            raise ConfigError(f"quantizer_config: {e}") from None
     kind = settings.quantizer or fmap.default_quantizer
     if kind == "empirical":
         check_bits(settings.bits if settings.bits is not None else 2)
@@ -144,23 +181,14 @@ class EncoderFitter:
     cheap and checks the map/quantizer choice, so callers use it to plan passes before
     the input's columns are known."""
 
-    def __init__(self, settings, fmap: FeatureMap | None = None):
-        self.settings = settings
+    def __init__(self, settings: EncodeSettings, fmap: FeatureMap | None = None):
+        self.settings = settings.validate()
         self.search = settings.gamma == "search"
         self.fmap = fmap or self._new_map("auto" if self.search else settings.gamma)
-        if self.search and not (self.fmap.needs_sample and hasattr(self.fmap, "gamma")):
-            raise UsageError(
-                "gamma='search' is for the kernels with a bandwidth (gaussian, laplacian, "
-                f"matern12/32/52, positive), not {settings.kernel}"
-            )
         self.search_report: dict | None = None
         self.pre = Preprocessor(
             standardize=settings.standardize, normalize_rows=settings.normalize_rows
         )
-        if self.fmap.needs_box and settings.normalize_rows:
-            raise UsageError(
-                f"normalize_rows does not fit the {self.fmap.kind} map (it needs a data box)"
-            )
         self.quantizer = build_quantizer(settings, self.fmap)
         if self.quantizer is not None:
             check_quantizer_fits_map(self.quantizer, self.fmap)  # before any pass
@@ -300,8 +328,6 @@ def empirical_domain(domain: str, fmap: FeatureMap, bits: int) -> str:
     Measured (docs/families-report.md, letter, D = 256..4096): at 4 bits the log-domain
     quantizer has the smaller plain and spectral kernel error at every D; at 2 bits the
     linear one has the smaller plain error."""
-    if domain not in ("auto", "linear", "log"):
-        raise UsageError(f"quantizer_domain must be auto, linear or log, got {domain!r}")
     if domain != "auto":
         return domain
     return "log" if fmap.value_law == "positive" and bits >= 3 else "linear"

@@ -21,6 +21,9 @@ scikit-learn, so ``except ValueError`` (or ``TypeError``, ``OSError``) works:
 - :class:`Interrupted` is only an :class:`RfcliError` (a run stopped by Ctrl-C or
   SIGTERM).
 
+A solver that ends without converging is no error: it warns (:class:`ConvergenceWarning`)
+and its report says so; the command line prints the warning on stderr.
+
 Library messages name the Python parameters (``n_features must be >= 1, got 0``); the
 CLI checks its options itself first, so its messages name the flags.
 """
@@ -87,6 +90,12 @@ class Interrupted(RfcliError):
     def __init__(self, message: str, partial: str | None = None, rows_kept: int | None = None):
         super().__init__(message)
         self.partial, self.rows_kept = partial, rows_kept
+
+
+class ConvergenceWarning(UserWarning):
+    """A solver stopped before its convergence test held (iteration limit, line search):
+    the model is written, and its report says ``converged: False`` and why (as
+    scikit-learn's ``ConvergenceWarning``)."""
 
 
 def check_int(value, name: str, minimum: int | None = None) -> int:

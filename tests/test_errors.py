@@ -86,11 +86,19 @@ def _encode(out, **settings):
                             read=rfcli.ReadSettings(chunk_rows=0)),
          "chunk_rows must be >= 1, got 0"),
         (lambda tmp: train(os.fspath(tmp), None, TrainSettings(model="svm", C=-1.0)),
-         "C must be a positive number or 'auto', got -1.0"),
+         "C must be > 0 or 'auto', got -1"),
         (lambda tmp: train(os.fspath(tmp), None, TrainSettings(alpha=0.0)),
-         "alpha must be a positive number"),
+         "alpha must be > 0 or 'auto', got 0"),
+        (lambda tmp: train(os.fspath(tmp), None, TrainSettings(alpha=-1)),
+         "alpha must be > 0 or 'auto', got -1"),
         (lambda tmp: train(os.fspath(tmp), None, TrainSettings(cv_folds=-1)),
          "cv_folds must be >= 0, got -1"),
+        (lambda tmp: train(os.fspath(tmp), None, TrainSettings(model="svm", C=1, tol=-1.0)),
+         "tol must be > 0, got -1"),
+        (lambda tmp: train(os.fspath(tmp), None, TrainSettings(tol=1e-9)),
+         "tol must be >= 5.96e-08, got 1e-09"),
+        (lambda tmp: train(os.fspath(tmp), None, TrainSettings(max_iter=0)),
+         "max_iter must be >= 1, got 0"),
     ],
 )  # fmt: skip
 def test_bad_values_raise_value_errors_naming_the_parameter(tmp_path, call, message):
@@ -113,7 +121,19 @@ def test_bad_values_raise_value_errors_naming_the_parameter(tmp_path, call, mess
         (lambda: rfcli.make_map("ternary", 8, sparsity="x"), "sparsity must be a number"),
         (lambda: rfcli.make_quantizer("lm", "2"), "bits must be an integer in 1..8, got '2'"),
         (lambda: encode(os.fspath(LETTER), "o.zarr", threads=2.5), "threads must be an integer"),
-        (lambda: train("s.zarr", None, TrainSettings(C=None)), "C must be a positive number"),
+        (lambda: train("s.zarr", None, TrainSettings(C=None)), "C must be a number > 0 or 'auto'"),
+        (
+            lambda: train("s.zarr", None, TrainSettings(tol="abc")),
+            "tol must be a number > 0, got 'abc'",
+        ),
+        (
+            lambda: train("s.zarr", None, TrainSettings(normalized="yes")),
+            "normalized must be True or False, got 'yes'",
+        ),
+        (
+            lambda: train("s.zarr", None, TrainSettings(max_iter=10.0)),
+            "max_iter must be an integer >= 1, got 10.0",
+        ),
         (lambda: check_int("4", "workers", 1), "workers must be an integer, got '4'"),
     ],
 )

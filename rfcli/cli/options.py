@@ -13,13 +13,31 @@ from rfcli.cli.types import NumberList, Pair
 from rfcli.names import GP_KERNELS, TARGET_NAMES
 
 
-def settings_from(cls, opts: dict, **given):
+def settings_from(cls, opts: dict, options: dict[str, str] | None = None, **given):
     """A settings dataclass from the click options named like its fields, with ``given``
-    for the fields whose option has another name or needs converting."""
+    for the fields whose option has another name or needs converting, validated (its
+    ``validate``: rfcli.constraints) with messages that name the flags: ``options`` maps a
+    field to its option's name where they differ (``n_features`` -> ``features``)."""
     import dataclasses
 
     names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in opts.items() if k in names and k not in given}, **given)
+    settings = cls(**{k: v for k, v in opts.items() if k in names and k not in given}, **given)
+    ctx = click.get_current_context(silent=True)
+    return settings.validate(flag_names(ctx, names, options or {})) if ctx else settings.validate()
+
+
+def flag_names(ctx: click.Context, fields, options: dict[str, str]) -> dict[str, str]:
+    """The flag of each field that has an option (``options``: field -> option name where
+    they differ), as messages name it (:func:`rfcli.cli.spelling.flag_of`)."""
+    from rfcli.cli.spelling import flag_of
+
+    params = {p.name for p in ctx.command.params}
+    out = {}
+    for f in fields:
+        name = options.get(f, f)
+        if name in params:
+            out[f] = flag_of(ctx, name)
+    return out
 
 
 def flatten(values) -> list[str] | None:

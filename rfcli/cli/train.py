@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from rfcli.cli import cli
@@ -78,8 +80,6 @@ def take_old_spellings(ctx: click.Context, model: str, o: dict) -> list[str]:
     the SVM's).  Their values move to the new options; returns the deprecation notes."""
     from click.core import ParameterSource
 
-    from rfcli.errors import UsageError
-
     notes = take_deprecated(ctx, o, DEPRECATED)
     word = o.pop("features_arg")
     if given(ctx, "features_arg"):
@@ -87,9 +87,7 @@ def take_old_spellings(ctx: click.Context, model: str, o: dict) -> list[str]:
             notes.append(respell(ctx, o, "features_arg", "gp_features", word, "--features"))
         else:  # the long form of -m
             respell(ctx, o, "features_arg", "n_features", word, "--features", deprecated=False)
-    if model == "gpr" and given(ctx, "tol"):
-        if not 0 < o["tol"] < 1:
-            raise UsageError(f"--tol (now --kernel-tol) must be in (0, 1), got {o['tol']:g}")
+    if model == "gpr" and given(ctx, "tol"):  # its range: GPRSettings.validate
         note = respell(ctx, o, "tol", "kernel_tol", o["tol"], "--tol")
         ctx.set_parameter_source("tol", ParameterSource.DEFAULT)
         notes.append(note.replace("--tol is", "--tol with --model gpr is"))
@@ -156,14 +154,14 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 @click.option(
     "-C",
     "C",
-    type=AutoFloat(),
+    type=AutoFloat(checked=False),  # its range: TrainSettings.validate, naming -C
     default="auto",
     show_default=True,
     help="SVM cost; auto = grid 0.01..100 (extended at the edges) by cross-validated accuracy.",
 )
 @click.option(
     "--alpha",
-    type=AutoFloat(),
+    type=AutoFloat(checked=False),
     default="auto",
     show_default=True,
     help="Ridge penalty; auto = grid by cross-validation (MSE or accuracy).",
@@ -182,7 +180,7 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 )
 @click.option(
     "--cv-folds",
-    type=click.IntRange(min=0),
+    type=int,
     default=5,
     show_default=True,
     help="svm/krr: folds of the cross-validation choosing C / alpha auto (0 or 1: no "
@@ -197,14 +195,14 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 )
 @click.option(
     "--max-iter",
-    type=click.IntRange(min=1),
+    type=int,
     default=1000,
     show_default=True,
     help="SVM L-BFGS iterations (per fit).",
 )
 @click.option(
     "--tol",
-    type=click.FloatRange(min=0),
+    type=float,
     default=1e-7,
     show_default=True,
     help="SVM optimizer: stop when the relative objective reduction is below this (the "
@@ -314,12 +312,31 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
     for note in notes:
         ui.info(note)
     steady_malloc()  # many passes: reuse heap pages, peak memory flat (see its docstring)
-    if model == "gpr":
-        report = _train_gpr(ui, input_path, output, opts, run)
-    else:
-        report = _train_linear(ui, input_path, model, output, opts, run)
+    with converge_warnings(ui):
+        if model == "gpr":
+            report = _train_gpr(ui, input_path, output, opts, run)
+        else:
+            report = _train_linear(ui, input_path, model, output, opts, run)
     if as_json:
         ui.result_json({"model": model, "output": output, **report})
+
+
+@contextlib.contextmanager
+def converge_warnings(ui):
+    """A solver that stopped without converging (rfcli.errors.ConvergenceWarning): one line
+    ``warning: ...`` on stderr at the end (the model is written, its report says so)."""
+    import warnings
+
+    from rfcli.errors import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            ui.info(f"warning: {w.message}")
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def _train_linear(ui, input_path, model, output, o, run) -> None:
@@ -328,6 +345,7 @@ def _train_linear(ui, input_path, model, output, o, run) -> None:
     settings = settings_from(
         TrainSettings,
         o,
+        {"cache_bytes": "cache_mb"},
         model=model,
         cache_bytes=None if o["cache_mb"] is None else o["cache_mb"] << 20,
     )
@@ -396,9 +414,9 @@ def _train_gpr(ui, input_path, output, o, run) -> None:
     from rfcli.io.settings import ReadSettings
     from rfcli.jobs.train_gpr import GPRSettings, train_gpr
 
-    s = settings_from(
-        GPRSettings, o, features=o["gp_features"], kernel=o["gp_kernel"], tol=o["kernel_tol"]
-    )
+    renamed = {"features": "gp_features", "kernel": "gp_kernel", "tol": "kernel_tol"}
+    s = settings_from(GPRSettings, o, renamed, features=o["gp_features"], kernel=o["gp_kernel"],
+                      tol=o["kernel_tol"])  # fmt: skip
     read = ReadSettings(label=o["label"], on_nan=o["on_nan"])
     r = train_gpr(input_path, output, s, read, **run).report
     _gpr_lines(ui, r, output)

@@ -20,10 +20,13 @@ class CommaList(click.ParamType):
 
 
 class AutoFloat(click.ParamType):
-    """A positive number or one of ``words`` (default ``auto``: gamma, -C, --alpha)."""
+    """A positive number or one of ``words`` (default ``auto``: gamma, -C, --alpha);
+    ``checked=False``: any number, its range checked by the settings' table
+    (rfcli.constraints), whose messages name the flag."""
 
-    def __init__(self, words: tuple[str, ...] = ("auto",)):
+    def __init__(self, words: tuple[str, ...] = ("auto",), checked: bool = True):
         self.words = tuple(words)
+        self.checked = checked
         self.name = "|".join(("FLOAT", *self.words))
 
     def convert(self, value, param, ctx):
@@ -34,7 +37,7 @@ class AutoFloat(click.ParamType):
             v = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is neither a number nor {alts}", param, ctx)
-        if not (v > 0 and math.isfinite(v)):
+        if self.checked and not (v > 0 and math.isfinite(v)):
             self.fail(f"{value} is not a positive number or {alts}", param, ctx)
         return v
 

@@ -27,9 +27,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from rfcli.constraints import Interval, Null, Text, Validated, settings_check
 from rfcli.encoder_fit import FIT_BLOCK, EncoderFitter, Pass1
 from rfcli.engines.base import Engine, add, batch_results
-from rfcli.errors import InputError, UsageError, check_int
+from rfcli.errors import InputError, UsageError
 from rfcli.io import location
 from rfcli.io.readers import iter_chunks, read_range
 from rfcli.io.settings import check_on_nan
@@ -50,10 +51,16 @@ PARQUET_ONLY = "the dask engine reads Parquet input (a file, a directory or a gl
 
 
 @dataclass
-class DaskSettings:
+class DaskSettings(Validated):
     scheduler: str | None = None  # address of a running scheduler; None: a local cluster
     workers: int = 2  # processes of the local cluster
     retries: int = 2
+
+    _parameter_constraints = {
+        "scheduler": [Null(), Text()],
+        "workers": [Interval("int", 1)],
+        "retries": [Interval("int", 0)],
+    }
 
     @property
     def address(self) -> str | None:
@@ -77,7 +84,6 @@ def _client(ds: DaskSettings):
             return Client(address, timeout="20s"), None
         except OSError as e:
             raise UsageError(f"cannot reach the Dask scheduler at {address} ({e})") from None
-    check_int(ds.workers, "workers", 1)
     cluster = LocalCluster(
         n_workers=ds.workers, threads_per_worker=1, processes=True, dashboard_address=None
     )
@@ -214,7 +220,7 @@ class DaskEngine(Engine):
     name = "dask"
 
     def __init__(self, dask: DaskSettings | None = None, progress: Progress | None = None):
-        self.dask = dask or DaskSettings()
+        self.dask = settings_check(dask, DaskSettings, "dask")
         self.progress = progress or NullProgress()
         self._client = self._cluster = None
 

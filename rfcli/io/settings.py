@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rfcli.constraints import Interval, ListOf, Null, Options, Text, Validated
+
 FORMATS = ("parquet", "csv", "zarr")
 NAN_POLICIES = ("error", "drop", "zero")
 
 
 @dataclass
-class ReadSettings:
-    """How input is read: columns, label, id columns, format, chunk size, NaN policy."""
+class ReadSettings(Validated):
+    """How input is read: columns, label, id columns, format, chunk size, NaN policy;
+    :meth:`validate` checks the fields (rfcli.constraints)."""
 
     columns: list[str] | None = None
     label: str | None = None
@@ -20,14 +23,23 @@ class ReadSettings:
     chunk_rows: int = 8192
     on_nan: str = "error"
 
+    _parameter_constraints = {
+        "columns": [Null(), ListOf(Text())],
+        "label": [Null(), Text()],
+        "ids": [ListOf(Text(), empty=True)],
+        "fmt": [Null(), Options(*FORMATS)],
+        "chunk_rows": [Interval("int", 1)],
+        "on_nan": [Options(*NAN_POLICIES)],
+    }
+
 
 def check_on_nan(on_nan: str, engine: str = "local") -> None:
     """A NaN policy the engine can honour: ``drop`` needs the local engine (a Dask task's
     rows keep their places in the output)."""
+    from rfcli.constraints import check_field
     from rfcli.errors import UsageError
 
-    if on_nan not in NAN_POLICIES:
-        raise UsageError(f"on_nan must be one of {', '.join(NAN_POLICIES)}, got {on_nan!r}")
+    check_field("on_nan", on_nan, ReadSettings._parameter_constraints["on_nan"])
     if engine == "dask" and on_nan == "drop":
         raise UsageError(
             "the dask engine keeps every row in its place: use on_nan error or zero (or "

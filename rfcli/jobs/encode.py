@@ -10,6 +10,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from rfcli.constraints import settings_check
 from rfcli.encoder import Encoder
 from rfcli.encoder_fit import EncoderFitter, EncodeSettings
 from rfcli.engines import open_engine
@@ -89,8 +90,8 @@ def encode(
     :class:`rfcli.engines.dask.DaskSettings`), byte-identical to the local engine.
     Paths may be fsspec URLs (see :mod:`rfcli.io.location`).
     """
-    settings = settings or EncodeSettings()
-    read = read or ReadSettings()
+    settings = settings_check(settings, EncodeSettings, "settings")
+    read = settings_check(read, ReadSettings, "read")
     progress = progress or NullProgress()
     data, read = attach_label(input_path, y, read)
     _check_args(threads, read, resume, data)
@@ -151,8 +152,8 @@ def fit_encoder(
     ``y`` its label, as for :func:`encode`) by the passes :func:`encode` makes before it
     writes: ``encode`` with this encoder as ``like`` writes the store ``encode`` would
     have written.  Nothing is written."""
-    settings = settings or EncodeSettings()
-    read = read or ReadSettings()
+    settings = settings_check(settings, EncodeSettings, "settings")
+    read = settings_check(read, ReadSettings, "read")
     data, read = attach_label(input_path, y, read)
     _check_args(threads, read, False, data)
     with open_engine(engine, dask, progress or NullProgress(), threads) as eng:
@@ -173,7 +174,6 @@ def for_engine(eng, data):
 def _check_args(threads, read, resume, data) -> None:
     if threads is not None:
         check_int(threads, "threads", 1)
-    check_int(read.chunk_rows, "chunk_rows", 1)
     if resume and not location.is_path(data):
         raise UsageError("resume needs a file input (in-memory data has no file to recognize)")
     if resume and data == "-":

@@ -50,3 +50,24 @@ def check_output(output: str | None, overwrite: bool) -> None:
     """Refuse to replace an existing model file without ``overwrite``."""
     if output is not None and location.exists(output) and not overwrite:
         raise OutputError(f"{output}: already exists (set overwrite to replace it)")
+
+
+def warn_if_not_converged(report: dict[str, Any], what: str) -> str | None:
+    """A :class:`~rfcli.errors.ConvergenceWarning` when the report says its solver stopped
+    without converging (``converged`` or ``search_converged`` false); the warning's text is
+    kept in the report (``warning``) and returned."""
+    import warnings
+
+    from rfcli.errors import ConvergenceWarning
+
+    if report.get("converged", True) and report.get("search_converged", True):
+        return None
+    why = report.get("message") or "the iteration limit or the tolerance was reached first"
+    if "converged" in report and not report["converged"] and "iterations" in report:
+        text = (f"{what} did not converge after {report['iterations']} iterations ({why}); "
+                "the model is the last iterate: raise max_iter or tol")  # fmt: skip
+    else:
+        text = f"{what} did not converge ({why}); the model is the best point reached"
+    report["warning"] = text
+    warnings.warn(text, ConvergenceWarning, stacklevel=3)
+    return text

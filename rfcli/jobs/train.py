@@ -8,7 +8,6 @@ chooses the grids and the learners' solvers it runs."""
 
 from __future__ import annotations
 
-import numbers
 import os
 import time
 from dataclasses import dataclass
@@ -16,15 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from rfcli.constraints import Boolean, Interval, Null, Options, Rule, Validated, settings_check
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.engines import open_engine
-from rfcli.errors import ParameterTypeError, UsageError, check_int
+from rfcli.errors import UsageError, check_int
 from rfcli.io import location
 from rfcli.io.encoded import EncodedInput
 from rfcli.io.readers import ReadSettings, attach_label, open_source
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.encode import fit_on_source, for_engine
-from rfcli.jobs.result import TrainResult, check_one_output, check_output
+from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged
 from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
@@ -45,8 +45,20 @@ DEFAULT_ALPHA_INDEX = 4
 CV_TOL_FACTOR = 100.0
 
 
+#: the smallest SVM ``tol``: the unit roundoff of float32 (2^-24).  The passes compute the
+#: scores from float32 features and weights, so the objective carries relative rounding
+#: errors of that size and a smaller relative reduction is noise: tol 1e-9 cost 67 passes for
+#: a 2.5e-8 change of the objective, against 24 at 1e-7 (issue 24).  Refused, not clamped.
+TOL_FLOOR = 2.0**-24
+
+_POSITIVE = Interval("real", 0, lo_open=True)
+
+
 @dataclass
-class TrainSettings:
+class TrainSettings(Validated):
+    """What ``rfcli train --model svm|krr`` asks for; :meth:`validate` checks every field
+    against ``_parameter_constraints`` (rfcli.constraints) before any work."""
+
     model: str = "svm"
     normalized: bool = False
     C: float | str = "auto"
@@ -56,30 +68,35 @@ class TrainSettings:
     cv_folds: int = 5  # folds choosing C / alpha "auto"; 0 or 1: no selection (C = 1, middle alpha)
     seed: int = 0  # the folds' hash
     max_iter: int = 1000
-    tol: float = 1e-7
+    tol: float = 1e-7  # svm: L-BFGS-B's relative objective reduction; at least TOL_FLOOR
     #: svm: the rows kept in memory between passes (decoded features if they fit, else the
     #: packed codes); None: min(2 GiB, physical memory / 4); 0: every pass reads the store
     cache_bytes: int | None = None
     memory: int | None = None  # budget in bytes (default: physical memory)
 
-
-def _check(settings: TrainSettings) -> None:
-    if settings.model not in MODELS:
-        raise UsageError(f"model must be one of {', '.join(MODELS)}, got {settings.model!r}")
-    check_int(settings.cv_folds, "cv_folds", 0)
-    if settings.cache_bytes is not None:
-        check_int(settings.cache_bytes, "cache_bytes", 0)
-    if settings.loss not in LOSSES:
-        raise UsageError(f"loss must be one of {', '.join(LOSSES)}, got {settings.loss!r}")
-    for name in ("C", "alpha"):
-        v = getattr(settings, name)
-        if v == "auto":
-            continue
-        msg = f"{name} must be a positive number or 'auto', got {v!r}"
-        if isinstance(v, bool) or not isinstance(v, str | numbers.Real):
-            raise ParameterTypeError(msg)
-        if isinstance(v, str) or not (v > 0 and np.isfinite(v)):
-            raise UsageError(msg)
+    _parameter_constraints = {
+        "model": [Options(*MODELS)],
+        "normalized": [Boolean()],
+        "C": [_POSITIVE, Options("auto")],
+        "alpha": [_POSITIVE, Options("auto")],
+        "loss": [Options(*LOSSES)],
+        "task": [Null(), Options("classification", "regression")],
+        "cv_folds": [Interval("int", 0)],
+        "seed": [Interval("int", 0)],
+        "max_iter": [Interval("int", 1)],
+        "tol": [_POSITIVE],
+        "cache_bytes": [Null(), Interval("int", 0)],
+        "memory": [Null(), Interval("int", 1)],
+    }
+    _rules = (
+        Rule(("tol",), lambda tol: tol >= TOL_FLOOR,
+             lambda n, tol: f"{n('tol')} must be >= {TOL_FLOOR:.3g}, got {tol:g}: the scores "
+             "are float32, whose rounding (2^-24 relative) hides smaller reductions of the "
+             "objective"),
+        Rule(("model", "task"), lambda model, task: model != "svm" or task != "regression",
+             lambda n, model, task: f"{n('task')} {task} needs {n('model')} krr: the SVM is "
+             "a classifier"),
+    )  # fmt: skip
 
 
 def train(
@@ -112,8 +129,9 @@ def train(
     ``engine="dask"`` runs the passes over a store on a Dask cluster (``dask``: its
     :class:`~rfcli.engines.dask.DaskSettings`); ``threads``: the local engine's cores
     (default: the available cores, at most 8)."""
-    settings = settings or TrainSettings()
-    _check(settings)
+    settings = settings_check(settings, TrainSettings, "settings")
+    read = None if read is None else settings_check(read, ReadSettings, "read")
+    encode = None if encode is None else settings_check(encode, EncodeSettings, "encode")
     if threads is not None:
         check_int(threads, "threads", 1)
     progress = progress or NullProgress()
@@ -207,6 +225,7 @@ def _train_store(store, trained_on, output, settings, overwrite, engine, dask, p
             model, report = _train_svm(passes, targets, settings, progress)
     if svm:
         report["cache"] = _cache_report(data, eng.name)
+        warn_if_not_converged(report, f"the SVM (L-BFGS-B, C={report['C']:g})")
     report.update({"rows": store.n_rows, "features": store.n_features, "bits": store.bits})
     secs = time.perf_counter() - t0
     report["seconds"] = secs

@@ -19,6 +19,19 @@ from typing import Any
 
 import numpy as np
 
+from rfcli.constraints import (
+    Boolean,
+    Even,
+    Interval,
+    ListOf,
+    Null,
+    Options,
+    Range,
+    Ranges,
+    Rule,
+    Validated,
+    settings_check,
+)
 from rfcli.encoder import Encoder
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.engines import open_engine
@@ -29,7 +42,7 @@ from rfcli.io.settings import check_on_nan
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.gpr_learn import Fit, fit_rff, learn_fixed
 from rfcli.jobs.gpr_levels import Levels
-from rfcli.jobs.result import TrainResult, check_output
+from rfcli.jobs.result import TrainResult, check_output, warn_if_not_converged
 from rfcli.learn.data import RawData, StoreData
 from rfcli.learn.gpr import (
     GPRModel,
@@ -50,9 +63,14 @@ from rfcli.maps.glf_rules import GLF_KERNELS
 from rfcli.progress import NullProgress, Progress
 from rfcli.threads import one_blas_thread
 
+_POS_INT = Interval("int", 1)
+
 
 @dataclass
-class GPRSettings:
+class GPRSettings(Validated):
+    """What ``rfcli train --model gpr`` asks for; :meth:`validate` checks every field
+    against ``_parameter_constraints`` (rfcli.constraints) before any work."""
+
     features: str = "glf"  # glf | rff
     kernel: str = "gaussian"
     learn: bool = True  # learn hyperparameters (rff: the lengthscale too, a pass per step)
@@ -74,31 +92,32 @@ class GPRSettings:
     coarse_nodes: int = 512  # node budget of the coarse rule
     max_levels: int = 6
 
-
-def _check(s: GPRSettings) -> None:
-    if s.features not in ("glf", "rff"):
-        raise UsageError(f"features must be 'glf' or 'rff', got {s.features!r}")
-    if s.kernel not in GLF_KERNELS:
-        raise UsageError(
-            f"kernel must be one of {', '.join(GLF_KERNELS)} for GPR, got {s.kernel!r}"
-        )
-    pairs = [("noise", s.noise_bounds)]
-    if s.lengthscale_bounds is not None:
-        b = np.asarray(s.lengthscale_bounds, dtype=float)
-        if b.ndim not in (1, 2) or b.shape[-1] != 2:
-            raise UsageError(
-                f"lengthscale_bounds must be (lo, hi) or one (lo, hi) per input, got "
-                f"{s.lengthscale_bounds}"
-            )
-        pairs += [("lengthscale", tuple(p)) for p in np.atleast_2d(b)]
-    for name, (lo, hi) in pairs:
-        if not 0 < lo <= hi:
-            raise UsageError(f"{name}_bounds must satisfy 0 < lo <= hi, got ({lo}, {hi})")
-    if s.features == "rff" and s.ard:
-        raise UsageError("ard needs features='glf' (RFF-GPR learns one lengthscale)")
-    for name in ("sample_rows", "scan_rows", "coarse_nodes", "max_levels", "starts"):
-        if getattr(s, name) < 1:
-            raise UsageError(f"{name} must be >= 1, got {getattr(s, name)}")
+    _parameter_constraints = {
+        "features": [Options("glf", "rff")],
+        "kernel": [Options(*GLF_KERNELS)],
+        "learn": [Boolean()],
+        "ard": [Boolean()],
+        "lengthscale_bounds": [Null(), Range(), Ranges()],
+        "noise_bounds": [Range()],
+        "signal_bounds": [Range()],
+        "lengthscale": [Null(), Interval("real", 0, lo_open=True)],
+        "n_features": [_POS_INT],
+        "tol": [Interval("real", 0, 1, lo_open=True, hi_open=True)],
+        "nodes": [Null(), ListOf(Even())],
+        "cutoff": [Null(), ListOf(Interval("real", 0, lo_open=True))],
+        "standardize": [Boolean()],
+        "starts": [_POS_INT],
+        "seed": [Interval("int", 0)],
+        "sample_rows": [Interval("int", 2)],
+        "scan_rows": [Interval("int", 2)],
+        "coarse_nodes": [_POS_INT],
+        "max_levels": [_POS_INT],
+    }
+    _rules = (
+        Rule(("ard", "features"), lambda ard, f: not (ard and f == "rff"),
+             lambda n, ard, f: f"{n('ard')} needs {n('features')}='glf' (RFF-GPR learns one "
+             "lengthscale)"),
+    )  # fmt: skip
 
 
 FEATURE_BLOCK_BYTES = 32 << 20
@@ -156,9 +175,9 @@ def train_gpr(
     ``engine="dask"``: the passes run on a Dask cluster (``dask``: its
     :class:`~rfcli.engines.dask.DaskSettings`); ``threads``: the local engine's threads
     (default: every available core, at most 8: the model is the same for any number)."""
-    s = settings or GPRSettings()
-    _check(s)
-    input_path, read = attach_label(input_path, y, read or ReadSettings())
+    s = settings_check(settings, GPRSettings, "settings")
+    read = settings_check(read, ReadSettings, "read")
+    input_path, read = attach_label(input_path, y, read)
     check_on_nan(read.on_nan, engine)
     progress = progress or NullProgress()
     check_output(output, overwrite)
@@ -177,6 +196,7 @@ def _train_gpr(input_path, output, s, read, eng, overwrite, progress) -> TrainRe
     else:
         fit, label, passes = _fit_input(input_path, s, read, eng, report, clock)
     model = finish(fit, passes, s, eng, report, clock, t0)
+    warn_if_not_converged(report, "GP hyperparameter learning")
     trained_on = {"input": location.name(input_path), "label": label}
     result = TrainResult(model, report, report["seconds"], fit.encoder, trained_on)
     if output is not None:

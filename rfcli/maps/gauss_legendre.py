@@ -118,6 +118,10 @@ class GaussLegendreMap(FeatureMap):
                 "use random Fourier features (features='rff')"
             )
         ranges, ard = self.ranges(d)
+        for name, per_input in (("nodes", self.nodes), ("cutoff", self.cutoff)):
+            if per_input is not None and len(per_input) not in (1, d):
+                raise UsageError(f"{name}: {len(per_input)} values for {d} inputs (give one, "
+                                 "or one per input)")  # fmt: skip
         if box is None:
             width = np.ones(d)
         else:

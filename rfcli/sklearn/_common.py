@@ -72,6 +72,12 @@ def _tuples(v):
     return v
 
 
+def _options(params):
+    if params is None:
+        return {}
+    return dict(params) if isinstance(params, dict) else params
+
+
 class RFEstimator(BaseEstimator):
     """Base of the estimators: validation, encoding in chunks, model files."""
 
@@ -89,7 +95,8 @@ class RFEstimator(BaseEstimator):
             seed=seed,
             normalize_rows=self.normalize_rows,
             standardize=self.standardize,
-            map_options=dict(self.kernel_params or {}),
+            # a dict is copied; anything else is left to EncodeSettings.validate to refuse
+            map_options=_options(self.kernel_params),
         )
 
     def _new_seed(self) -> int:

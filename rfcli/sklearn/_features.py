@@ -89,6 +89,7 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
         them (:func:`rfcli.jobs.encode.fit_encoder`)."""
         from rfcli.jobs.encode import fit_encoder
 
+        self._encode_settings(0).validate()  # the parameters, before any work
         name = label_name(y)
         if y is None or self.gamma != "search":
             if self.gamma == "search":

@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from rfcli.constraints import Options, check_field
 from rfcli.errors import UsageError
 from rfcli.maps.glf_rules import MAX_DIM as GLF_MAX_DIM
 from rfcli.sklearn._common import DTYPES, RFEstimator, keep_params, label_name
@@ -108,8 +109,7 @@ class GLFRegressor(RegressorMixin, RFEstimator):
     def _settings(self, d: int, seed: int):
         from rfcli.jobs.train_gpr import GPRSettings
 
-        if self.features not in ("auto", "glf", "rff"):
-            raise UsageError(f"features must be 'auto', 'glf' or 'rff', got {self.features!r}")
+        check_field("features", self.features, [Options("auto", "glf", "rff")])
         kind = self.features
         if kind == "auto":
             kind = "glf" if d <= GLF_MAX_DIM else "rff"
@@ -119,20 +119,21 @@ class GLFRegressor(RegressorMixin, RFEstimator):
             learn=self.learn,
             ard=self.ard,
             lengthscale_bounds=self.lengthscale_bounds,
-            noise_bounds=tuple(self.noise_bounds),
-            signal_bounds=tuple(self.signal_bounds),
+            noise_bounds=self.noise_bounds,
+            signal_bounds=self.signal_bounds,
             lengthscale=self.lengthscale,
             n_features=self.n_features,
             tol=self.tol,
             standardize=self.standardize,
             seed=seed,
-        )
+        ).validate()
 
     def fit(self, X, y):
         """Learn the hyperparameters and the weight posterior on (X, y): ``rfcli.train_gpr``
         on these rows (:func:`rfcli.jobs.train_gpr.train_gpr`)."""
         from rfcli.jobs.train_gpr import train_gpr
 
+        self._settings(1, 0)  # the parameters, before any work (d and the seed come later)
         name = label_name(y)
         X, y = validate_data(self, X, y, dtype=DTYPES, y_numeric=True, ensure_min_samples=2)
         source, read = self._source(X, np.asarray(y, dtype=np.float64))

@@ -16,15 +16,14 @@ from rfcli.sklearn._common import DTYPES, RFEstimator, keep_params, label_name
 
 
 class _LinearBase(RFEstimator):
-    def _train(self, X, y, model: str) -> dict:
-        """Train ``model`` (svm or krr) on X's rows and label y: ``rfcli.train`` on them
-        with this estimator's encoder settings (fitted and encoded on the fly, as ``rfcli
-        encode`` + ``rfcli train`` on a file of these rows); returns the report."""
-        from rfcli.jobs.train import TrainSettings, train
+    def _train_settings(self, model: str, seed: int):
+        """``rfcli train``'s settings of this estimator (``model``: svm or krr), validated;
+        the encoder's settings are validated too."""
+        from rfcli.jobs.train import TrainSettings
 
         svm = model == "svm"
-        seed = self._new_seed()
-        settings = TrainSettings(
+        self._encode_settings(seed).validate()
+        return TrainSettings(
             model=model,
             normalized=self.normalized,
             C=self.C if svm else "auto",
@@ -35,7 +34,16 @@ class _LinearBase(RFEstimator):
             seed=seed,
             max_iter=self.max_iter if svm else 1000,
             tol=self.tol if svm else 1e-7,
-        )
+        ).validate()
+
+    def _train(self, X, y, model: str) -> dict:
+        """Train ``model`` (svm or krr) on X's rows and label y: ``rfcli.train`` on them
+        with this estimator's encoder settings (fitted and encoded on the fly, as ``rfcli
+        encode`` + ``rfcli train`` on a file of these rows); returns the report."""
+        from rfcli.jobs.train import train
+
+        seed = self._new_seed()
+        settings = self._train_settings(model, seed)
         source, read = self._source(X, y)
         result = train(source, None, settings, read, encode=self._encode_settings(seed))
         self._fitted(result)
@@ -116,6 +124,7 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
 
     def fit(self, X, y):
         """Encode X and train the SVM on its features."""
+        self._train_settings("svm", 0)  # the parameters, before any work
         name = label_name(y)
         X, y = validate_data(self, X, y, dtype=DTYPES, ensure_min_samples=2)
         check_classification_targets(y)
@@ -208,6 +217,7 @@ class RandomFeatureRidge(RegressorMixin, _LinearBase):
 
     def fit(self, X, y):
         """Encode X and solve the ridge problem on its features (y: (n,) or (n, k))."""
+        self._train_settings("krr", 0)  # the parameters, before any work
         name = label_name(y)
         X, y = validate_data(self, X, y, dtype=DTYPES, y_numeric=True, multi_output=True,
                              ensure_min_samples=2)  # fmt: skip

@@ -148,9 +148,6 @@ def test_bad_options_give_one_line_errors(tmp_path, letter_small, args, needle):
         ("encode", ["--kernel", "glf", "--lengthscale-bounds", "2,1"], "0 < LO <= HI"),
         ("encode", ["--memory", "lots"], "Invalid value for '--memory': 'lots' is not a size"),
         ("encode", ["--engine", "dask", "--workers", "0"], "Invalid value for '--workers'"),
-        ("train", ["--model", "krr", "--alpha", "0"], "Invalid value for '--alpha'"),
-        ("train", ["--model", "svm", "-C", "-1"], "Invalid value for '-C'"),
-        ("train", ["--model", "svm", "--cv-folds", "-1"], "Invalid value for '--cv-folds'"),
         ("train", ["--model", "gpr", "--noise-bounds", "0,1"], "for '--noise-bounds'"),
         ("train", ["--model", "gpr", "--lengthscale", "0"], "Invalid value for '--lengthscale'"),
     ],
@@ -165,6 +162,33 @@ def test_option_ranges_are_checked_by_click(tmp_path, letter_small, cmd, args, n
     assert "Traceback" not in r.output
     assert r.stderr.strip().startswith("rfcli: error: Invalid value for ")
     assert len(r.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--model", "krr", "--alpha", "0"], "--alpha must be > 0 or 'auto', got 0"),
+        (["--model", "svm", "-C", "-1"], "-C must be > 0 or 'auto', got -1"),
+        (["--model", "svm", "--cv-folds", "-1"], "--cv-folds must be >= 0, got -1"),
+        (["--model", "svm", "--tol", "-1"], "--tol must be > 0, got -1"),
+        (["--model", "svm", "--max-iter", "0"], "--max-iter must be >= 1, got 0"),
+    ],
+)
+def test_train_settings_are_checked_by_their_table(tmp_path_factory, letter_small, args,
+                                                  message):  # fmt: skip
+    """svm/krr settings are refused by TrainSettings' table (rfcli.constraints), naming the
+    flags, before any work: the same checks as the library's, not a copy in click."""
+    d = tmp_path_factory.getbasetemp() / "table-store"
+    store = d / "s.zarr"
+    if not store.exists():
+        d.mkdir(exist_ok=True)
+        assert invoke("encode", letter_small, "--label", "label", "-m", "16", "-o", store,
+                      "-q").exit_code == 0  # fmt: skip
+    out = d / "x.npz"
+    r = invoke("train", store, "-o", out, *args)
+    assert r.exit_code == 2
+    assert r.stderr.strip() == f"rfcli: error: {message}"
     assert not out.exists()
 
 
