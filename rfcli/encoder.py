@@ -79,11 +79,17 @@ class Encoder:
         GEMM/cos/quantize calls at the same position whatever the chunking or threads:
         codes are byte-identical for any chunk size.  Blocks also keep the float features
         cache-resident between the map and the packer.
+
+        For cosine features (Fourier maps) the quantizer gets the phases, and a threshold
+        quantizer's codes come from them by comparisons, with no cosine computed
+        (:meth:`rfcli.quantize.Quantizer.encode_cosine_rows`; docs/store-format.md, Codes
+        from the phase).
         """
         Xp = self.preprocess.transform(X)
         n, R = Xp.shape[0], BLOCK_ROWS
         packed, norms, row_scale = self._outputs(n, out)
         pad = None
+        phase = self.fmap.cosine_phase
         for b0 in range(row0 - row0 % R, row0 + n, R):
             lo, hi = max(b0, row0), min(b0 + R, row0 + n)
             if hi - lo == R:
@@ -94,8 +100,12 @@ class Encoder:
                 pad[:] = 0
                 pad[lo - b0 : hi - b0] = Xp[lo - row0 : hi - row0]
                 block = pad
-            z, rs = self.fmap.transform_raw(block)
-            p, nr = self.quantizer.encode_rows(z[lo - b0 : hi - b0], lo)
+            if phase:  # cosine features: the quantizer takes the phases (no cosine)
+                t, rs = self.fmap.transform_phase(block), None
+                p, nr = self.quantizer.encode_cosine_rows(t[lo - b0 : hi - b0], lo)
+            else:
+                z, rs = self.fmap.transform_raw(block)
+                p, nr = self.quantizer.encode_rows(z[lo - b0 : hi - b0], lo)
             packed[lo - row0 : hi - row0] = p
             norms[lo - row0 : hi - row0] = nr
             if row_scale is not None:

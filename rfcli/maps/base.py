@@ -41,6 +41,9 @@ class FeatureMap:
     #: the dtype transform_raw computes on: float32 for maps that round their (preprocessed)
     #: inputs to float32 first, so an encode may read them as float32 (same values)
     input_dtype: ClassVar[type] = np.float64
+    #: True when ``transform_raw(X)`` is ``(np.cos(transform_phase(X)), None)``: cosine
+    #: features, whose threshold codes the encoder finds from the phase (no cosine)
+    cosine_phase: ClassVar[bool] = False
 
     def __init__(self, n_features: int, seed: int = 0):
         self.n_features = int(n_features)
@@ -103,6 +106,11 @@ class FeatureMap:
     def transform_raw(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Raw values ``z`` (float32, (n, m)) and the row scale (float32 (n,) or None)."""
         raise NotImplementedError
+
+    def transform_phase(self, X: np.ndarray) -> np.ndarray:
+        """The float32 phases t (n, m) of cosine features ``z = cos(t)`` (maps with
+        ``cosine_phase``)."""
+        raise NotImplementedError(f"the {self.kind} map has no phases")
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Full-precision features ``F(x)``, float32 (n, m): ``F(x).F(y)`` estimates k(x, y)."""

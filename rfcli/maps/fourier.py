@@ -68,6 +68,7 @@ class FourierMap(FeatureMap):
     """Cosine random Fourier features with random phase (see module docstring)."""
 
     input_dtype = np.float32
+    cosine_phase = True
 
     value_law = "arcsine"
     default_quantizer = "lm"
@@ -117,10 +118,15 @@ class FourierMap(FeatureMap):
         self.n_inputs_ = d
         return self
 
-    def transform_raw(self, X):
+    def transform_phase(self, X):
+        """The phases ``t = x'W + tau``, float32 (the encoder's codes come from them)."""
         self._check_fitted()
         Z = np.asarray(X, dtype=np.float32) @ self.W_
         Z += self.tau_
+        return Z
+
+    def transform_raw(self, X):
+        Z = self.transform_phase(X)
         np.cos(Z, out=Z)
         return Z, None
 

@@ -35,6 +35,10 @@ class Quantizer:
     stochastic: ClassVar[bool] = False
     #: how codes are laid out in a store row (store attribute layout.codes)
     code_layout: ClassVar[str] = "packed-lsb0"
+    #: True when the codes are ``#{borders < z}`` and the row bytes pack_codes' (the table
+    #: quantizers): the codes of cosine features then come from their phase
+    #: (:meth:`encode_cosine_rows`)
+    threshold_codes: ClassVar[bool] = True
 
     def __init__(self, bits: int, borders: np.ndarray, levels: np.ndarray):
         self.bits = int(bits)
@@ -141,6 +145,24 @@ class Quantizer:
         codes = self.codes(z, row0)
         packed = pack_codes(codes, self.bits)
         return packed, self._row_norms(codes, packed)
+
+    def encode_cosine_rows(self, t: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`encode_rows` of ``cos(t)`` for float32 phases ``t``.  A threshold quantizer
+        finds its codes from the phase by comparisons, computing no cosine
+        (:mod:`rfcli.quantize.phase`): the same codes except where the phase lies within
+        float32 rounding of a border (docs/store-format.md, Codes from the phase).  Other
+        kinds (stochastic rounding, float features) quantize the cosine."""
+        if not self.threshold_codes:
+            return self.encode_rows(np.cos(t), row0)
+        codes = self._phase_coder.codes(t)
+        packed = pack_codes(codes, self.bits)
+        return packed, self._row_norms(codes, packed)
+
+    @cached_property
+    def _phase_coder(self):
+        from rfcli.quantize.phase import PhaseCoder
+
+        return PhaseCoder(self._borders32, self.codes)
 
     def _row_norms(self, codes: np.ndarray, packed: np.ndarray) -> np.ndarray:
         """``sqrt(sum_j levels[code_j]^2)`` per row, float64 sums.  For b in {1, 2, 4} the

@@ -18,6 +18,7 @@ class FloatQuantizer(Quantizer):
 
     kind = "none"
     code_layout = "float-le"
+    threshold_codes = False
     laws = ("*", "binary", "ternary")
 
     def __init__(self, bits: int = 32):

@@ -37,6 +37,7 @@ class StochasticQuantizer(Quantizer):
 
     kind = "stoc"
     stochastic = True
+    threshold_codes = False
 
     def __init__(self, bits: int, borders, levels, seed: int = 0):
         super().__init__(bits, borders, levels)

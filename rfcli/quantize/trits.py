@@ -48,6 +48,7 @@ class TritQuantizer(Quantizer):
     kind = "trits"
     code_layout = "trits-base3"
     laws = ("ternary",)
+    threshold_codes = False  # its own packing
 
     def __init__(self, bits=2, borders=_TERNARY_BORDERS, levels=_TERNARY_LEVELS):
         super().__init__(2, _TERNARY_BORDERS, _TERNARY_LEVELS)
