@@ -165,6 +165,15 @@ def test_option_ranges_are_checked_by_click(tmp_path, letter_small, cmd, args, n
     assert not out.exists()
 
 
+@pytest.fixture(scope="module")
+def store16(tmp_path_factory, letter_small):
+    """A store of letter_small's rows with m = 16 features."""
+    store = tmp_path_factory.mktemp("store16") / "s.zarr"
+    r = invoke("encode", letter_small, "--label", "label", "-m", "16", "-o", store, "-q")
+    assert r.exit_code == 0
+    return store
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
@@ -175,21 +184,24 @@ def test_option_ranges_are_checked_by_click(tmp_path, letter_small, cmd, args, n
         (["--model", "svm", "--max-iter", "0"], "--max-iter must be >= 1, got 0"),
     ],
 )
-def test_train_settings_are_checked_by_their_table(tmp_path_factory, letter_small, args,
-                                                  message):  # fmt: skip
+def test_train_settings_are_checked_by_their_table(tmp_path, store16, args, message):
     """svm/krr settings are refused by TrainSettings' table (rfcli.constraints), naming the
     flags, before any work: the same checks as the library's, not a copy in click."""
-    d = tmp_path_factory.getbasetemp() / "table-store"
-    store = d / "s.zarr"
-    if not store.exists():
-        d.mkdir(exist_ok=True)
-        assert invoke("encode", letter_small, "--label", "label", "-m", "16", "-o", store,
-                      "-q").exit_code == 0  # fmt: skip
-    out = d / "x.npz"
-    r = invoke("train", store, "-o", out, *args)
+    out = tmp_path / "x.npz"
+    r = invoke("train", store16, "-o", out, *args)
     assert r.exit_code == 2
     assert r.stderr.strip() == f"rfcli: error: {message}"
     assert not out.exists()
+
+
+def test_a_solver_that_stops_early_says_so_on_stderr(tmp_path, store16):
+    out = tmp_path / "x.npz"
+    r = invoke("train", store16, "--model", "svm", "-C", "100", "--max-iter", "2", "-o", out)
+    assert r.exit_code == 0 and out.exists()
+    warn = [x for x in r.stderr.splitlines() if x.startswith("warning: ")]
+    assert len(warn) == 1 and "did not converge after 2 iterations" in warn[0], r.stderr
+    r = invoke("train", store16, "--model", "svm", "-C", "1", "-o", tmp_path / "y.npz")
+    assert r.exit_code == 0 and "did not converge" not in r.stderr
 
 
 def test_missing_input_and_bad_store(tmp_path):
