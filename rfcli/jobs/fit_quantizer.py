@@ -3,6 +3,7 @@ row sample of an input (the designed quantizers need no data: rfcli.quantize).""
 
 from __future__ import annotations
 
+from rfcli.constraints import settings_check
 from rfcli.encoder import Encoder, map_fingerprint
 from rfcli.encoder_fit import EMPIRICAL_SAMPLE, BottomK, fit_empirical
 from rfcli.errors import InputError, UsageError, check_int
@@ -41,7 +42,7 @@ def fit_quantizer_on_input(
     check_bits(bits)
     if check_int(n_values, "n_values") < 2**bits:
         raise UsageError(f"n_values must be at least {2**bits} for {bits} bits, got {n_values}")
-    read = read or ReadSettings()
+    read = settings_check(read, ReadSettings, "read")
     progress = progress or NullProgress()
     encoder = load_encoder(map_path)
     source = open_source(input_path, read.fmt)

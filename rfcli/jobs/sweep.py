@@ -11,6 +11,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from rfcli.constraints import settings_check
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import UsageError
 from rfcli.io.readers import ReadSettings, open_source, select_columns
@@ -52,6 +53,9 @@ def sweep(
     progress: Progress | None = None,
     on_result=None,
 ) -> list[dict[str, Any]]:
+    encode_settings = settings_check(encode_settings, EncodeSettings, "encode_settings")
+    read = settings_check(read, ReadSettings, "read")
+    train_settings = settings_check(train_settings, TrainSettings, "train_settings")
     progress = progress or NullProgress()
     for path in (train_path, test_path):  # both readable, with the label: before any work
         source = open_source(path, read.fmt)
