@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import rfcli
+import rfcli.sklearn as rsk
 from rfcli.constraints import Options
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.engines.dask import DaskSettings
@@ -267,3 +268,21 @@ def test_names_map_fields_to_flags():
 def test_a_settings_object_of_another_class_is_refused():
     with pytest.raises(TypeError, match="settings must be a TrainSettings, got GPRSettings"):
         rfcli.train(X, None, GPRSettings(), y=Y_CLASS)
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda: rsk.RandomFeatureSVC(tol=-1.0), "tol must be > 0"),
+        (lambda: rsk.RandomFeatureRidge(normalized="yes"),
+         "normalized must be True or False"),
+        (lambda: rsk.RandomFeatures(n_features=0),
+         "n_features must be >= 1"),
+        (lambda: rsk.GLFRegressor(noise_bounds=3),
+         "noise_bounds must be a pair"),
+    ],
+)  # fmt: skip
+def test_estimators_validate_their_parameters_before_the_data(make, message):
+    """A bad parameter is named even when X is unusable too: checked before any work."""
+    with pytest.raises((ValueError, TypeError), match=message):
+        make().fit("not an array", [0, 1])
