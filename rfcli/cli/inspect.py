@@ -83,7 +83,11 @@ def inspect_cmd(ui, store_path, verify, as_json):
 
         show(ui, store_sections(info))
     if not store.complete:
-        ui.info(f"rfcli: error: {store_path}: incomplete store (its encode did not finish)")
+        why = "its encode did not finish"
+        if store_path.rstrip("/").endswith(".partial"):
+            why = (f"an interrupted encode keeps {info['rows']:,} rows here: run it again with "
+                   "--resume to continue")  # fmt: skip
+        ui.info(f"rfcli: error: {store_path}: incomplete store ({why})")
         raise click.exceptions.Exit(2)
 
 
@@ -163,21 +167,56 @@ def store_sections(i: dict) -> list:
     if rest:
         rows.append(("fitted", text(rest)))
     rows += [
-        ("size on disk", f"{size(i['bytes_on_disk'])} (codes {size(i['codes_bytes_on_disk'])})"),
+        ("size on disk", _size_text(i)),
         ("as float32", size(i["float32_bytes"])),
-        ("compression", _ratio(ratio)),
+        ("compression", _ratio(ratio, i)),
         ("fingerprint", text(i["fingerprint"])),
         ("format", f"version {i['format_version']}, written by rfcli {i['rfcli_version']}"),
     ]
     return [(f"{i['path']}: feature store", rows)]
 
 
-def _ratio(r: float | None) -> str:
+#: the parts of a store (``bytes_by_part``) in words
+_PARTS = {"codes": "codes", "norms": "norms", "row_scale": "row scales", "label": "label",
+          "ids": "ids", "encoder": "encoder arrays", "metadata": "metadata"}  # fmt: skip
+
+
+def _overheads(i: dict) -> dict[str, int]:
+    """The bytes on disk besides the codes themselves, by what takes them: the fill that
+    pads the codes' last chunk to its full length, and every other part."""
+    parts = dict(i["bytes_by_part"])
+    out = {"fill": max(0, parts.pop("codes", 0) - i["codes_bytes"])}
+    out.update((_PARTS.get(k, k), v) for k, v in parts.items())
+    return {k: v for k, v in out.items() if v}
+
+
+def _size_text(i: dict) -> str:
+    """The size on disk and what takes it, largest part first; the codes' chunk files
+    beyond the codes' own bytes (crc32c aside) are the fill of their last chunk."""
+    from rfcli.cli.render import size
+
+    words = []
+    for k, v in i["bytes_by_part"].items():
+        word = f"{_PARTS.get(k, k)} {size(v)}"
+        if k == "codes" and v - i["codes_bytes"] > max(4096, v // 100):
+            word += (f" ({size(i['codes_bytes'])} of codes, the rest the fill of a "
+                     f"{i['chunk_rows']:,}-row chunk)")  # fmt: skip
+        words.append(word)
+    return f"{size(i['bytes_on_disk'])}: {', '.join(words)}"
+
+
+def _ratio(r: float | None, i: dict) -> str:
     if r is None:
         return "-"
     if r >= 1:
         return f"{r:.1f}x smaller than float32"
-    return f"{1 / r:.1f}x larger than float32 (few rows: the store's fixed parts dominate)"
+    what, most = max(_overheads(i).items(), key=lambda kv: kv[1], default=("codes", 0))
+    share = f"{100 * most / i['bytes_on_disk']:.0f}% of the bytes are"
+    if what == "fill":  # chunks longer than the rows (a store of an earlier rfcli)
+        why = f"{share} the fill of the codes' last chunk, {i['chunk_rows']:,} rows long"
+    else:
+        why = f"few rows: {share} the {what}"
+    return f"{1 / r:.1f}x larger than float32 ({why})"
 
 
 #: training-report entries shown first, in this order, with their labels

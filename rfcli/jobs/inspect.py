@@ -49,6 +49,11 @@ def store_summary(store: FeatureStore) -> dict[str, Any]:
         "ids": list(store.meta.get("ids", [])),
         "bytes_on_disk": on_disk,
         "codes_bytes_on_disk": store.codes_nbytes_on_disk(),
+        # what takes the bytes: the parts' files (codes: chunk files, the last chunk padded
+        # to chunk_rows rows), and the codes themselves
+        "bytes_by_part": store.nbytes_by_part(),
+        "codes_bytes": n * int(store.layout["row_bytes"]),
+        "chunk_rows": store.chunk_rows,
         "float32_bytes": float32_bytes,
         "compression_ratio": round(float32_bytes / on_disk, 3) if on_disk else None,
         "fit": store.meta.get("fit") or None,

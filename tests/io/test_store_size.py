@@ -60,3 +60,40 @@ def test_chunk_padding_is_less_than_the_rows(tmp_path, letter540, rows):
     codes = rows * store.layout["row_bytes"]
     assert stored == len(chunk_files) * (store.chunk_rows * store.layout["row_bytes"] + 4)
     assert stored - 4 * len(chunk_files) < 2 * codes
+
+
+def _summary(path):
+    from rfcli.cli.inspect import store_sections
+    from rfcli.jobs.inspect import store_summary
+
+    info = store_summary(FeatureStore(path))
+    return info, dict(store_sections(info)[0][1])
+
+
+def test_inspect_says_what_takes_the_bytes(tmp_path, letter540):
+    from rfcli.cli.render import size
+
+    src = os.fspath(tmp_path / "in.parquet")
+    pq.write_table(pq.read_table(letter540).slice(0, 300), src)
+    out = os.fspath(tmp_path / "s.zarr")
+    encode(src, out, EncodeSettings(n_features=512, bits=2, gamma=0.1, store_chunk_rows=256))
+    info, rows = _summary(out)
+    parts = info["bytes_by_part"]
+    files = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(out) for f in fs)
+    assert sum(parts.values()) == info["bytes_on_disk"] == files
+    assert list(parts) == sorted(parts, key=lambda k: -parts[k])
+    assert parts["codes"] == 2 * (256 * 128 + 4)  # two chunk files, the last one padded
+    assert info["codes_bytes"] == 300 * 128
+    fill = f"{size(300 * 128)} of codes, the rest the fill of a 256-row chunk"
+    assert rows["size on disk"].startswith(f"{size(info['bytes_on_disk'])}: codes ")
+    assert fill in rows["size on disk"]
+
+    # a store of few rows: the largest part besides the codes is named, with its share
+    pq.write_table(pq.read_table(letter540).slice(0, 10), src)
+    encode(src, out, EncodeSettings(n_features=512, bits=2, gamma=0.1), overwrite=True)
+    info, rows = _summary(out)
+    assert info["compression_ratio"] < 1 and "fill" not in rows["size on disk"]
+    other = {k: v for k, v in info["bytes_by_part"].items() if k != "codes"}
+    assert max(other, key=other.get) == "encoder"  # W: 16 x 512 float32
+    share = round(100 * other["encoder"] / info["bytes_on_disk"])
+    assert rows["compression"].endswith(f"(few rows: {share}% of the bytes are the encoder arrays)")

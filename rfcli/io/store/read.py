@@ -277,6 +277,31 @@ class FeatureStore:
             total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
         return total
 
+    def _file_sizes(self) -> dict[str, int]:
+        """Every file of the store by its path relative to the store (``/``-separated)."""
+        if self.remote:
+            fs, p = location.filesystem(self.path)
+            root = p.rstrip("/") + "/"
+            found = fs.find(p, detail=True).items()
+            return {k[len(root) :]: int(v.get("size") or 0) for k, v in found if k.startswith(root)}
+        out = {}
+        for r, _, files in os.walk(self.path):
+            for f in files:
+                full = os.path.join(r, f)
+                rel = os.path.relpath(full, self.path).replace(os.sep, "/")
+                out[rel] = os.path.getsize(full)
+        return out
+
+    def nbytes_by_part(self) -> dict[str, int]:
+        """The bytes on disk by what they hold, largest first: each row array's chunks
+        (``codes``, ``norms``, ``row_scale``, ``label``, ``ids``), the encoder's arrays
+        (``encoder``) and every node's ``zarr.json`` (``metadata``)."""
+        parts: dict[str, int] = {}
+        for rel, size in self._file_sizes().items():
+            part = "metadata" if rel.rsplit("/", 1)[-1] == "zarr.json" else rel.split("/", 1)[0]
+            parts[part] = parts.get(part, 0) + size
+        return dict(sorted(parts.items(), key=lambda kv: (-kv[1], kv[0])))
+
     def codes_nbytes_on_disk(self) -> int:
         if self.remote:
             fs, p = location.filesystem(location.join(self.path, "codes"))
