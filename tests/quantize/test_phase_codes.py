@@ -164,3 +164,27 @@ def test_stochastic_rounding_keeps_the_cosine():
     p2, n2 = q.encode_rows(np.cos(t), row0=300)
     np.testing.assert_array_equal(p1, p2)
     np.testing.assert_array_equal(n1, n2)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern52"])
+def test_the_encoder_writes_the_cosine_paths_rows(kernel):
+    """encode_chunk (phases in, no cosine) against quantizing transform_raw's cosines of
+    the same 256-row blocks: the same bytes, but for rows with a code at a border."""
+    from rfcli.encoder import BLOCK_ROWS, Encoder
+    from rfcli.maps import Preprocessor, make_map
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(2 * BLOCK_ROWS, 5)) * 3
+    fmap = make_map(kernel, 512, gamma=0.3, seed=2).fit(5)
+    q = make_quantizer("lm", 2)
+    enc = Encoder([f"x{i}" for i in range(5)], Preprocessor(), fmap, q)
+    got = enc.encode_chunk(X, 0)
+    blocks = [X[i : i + BLOCK_ROWS] for i in (0, BLOCK_ROWS)]  # as the encoder's GEMMs
+    t = np.concatenate([fmap.transform_phase(b) for b in blocks])
+    want_packed, want_norms = q.encode_rows(
+        np.concatenate([fmap.transform_raw(b)[0] for b in blocks])
+    )
+    ok = ~near_a_border(q, t).any(axis=1)
+    assert ok.mean() > 0.9
+    np.testing.assert_array_equal(got.packed[ok], want_packed[ok])
+    np.testing.assert_array_equal(got.norms[ok], want_norms[ok])
