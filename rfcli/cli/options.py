@@ -13,17 +13,21 @@ from rfcli.cli.types import NumberList, Pair
 from rfcli.names import GP_KERNELS, TARGET_NAMES
 
 
-def settings_from(cls, opts: dict, options: dict[str, str] | None = None, **given):
+def settings_from(cls, opts: dict, options: dict[str, str] | None = None,
+                  flags: dict[str, str] | None = None, **given):  # fmt: skip
     """A settings dataclass from the click options named like its fields, with ``given``
     for the fields whose option has another name or needs converting, validated (its
     ``validate``: rfcli.constraints) with messages that name the flags: ``options`` maps a
-    field to its option's name where they differ (``n_features`` -> ``features``)."""
+    field to its option's name where they differ (``n_features`` -> ``features``), ``flags``
+    a field to the words naming it where its flag is not enough."""
     import dataclasses
 
     names = {f.name for f in dataclasses.fields(cls)}
     settings = cls(**{k: v for k, v in opts.items() if k in names and k not in given}, **given)
     ctx = click.get_current_context(silent=True)
-    return settings.validate(flag_names(ctx, names, options or {})) if ctx else settings.validate()
+    if ctx is None:
+        return settings.validate()
+    return settings.validate({**flag_names(ctx, names, options or {}), **(flags or {})})
 
 
 def flag_names(ctx: click.Context, fields, options: dict[str, str]) -> dict[str, str]:

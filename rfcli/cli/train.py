@@ -309,14 +309,16 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
 
     run = dict(overwrite=overwrite, engine=engine, dask=dask_settings(engine, scheduler, workers),
                progress=ui.progress())  # fmt: skip
+    # the settings, validated naming the flags: a bad value is the only line printed
+    settings = _gpr_settings(opts) if model == "gpr" else _linear_settings(model, opts)
     for note in notes:
         ui.info(note)
     steady_malloc()  # many passes: reuse heap pages, peak memory flat (see its docstring)
     with converge_warnings(ui):
         if model == "gpr":
-            report = _train_gpr(ui, input_path, output, opts, run)
+            report = _train_gpr(ui, input_path, output, settings, opts, run)
         else:
-            report = _train_linear(ui, input_path, model, output, opts, run)
+            report = _train_linear(ui, input_path, model, output, settings, run)
     if as_json:
         ui.result_json({"model": model, "output": output, **report})
 
@@ -339,16 +341,32 @@ def converge_warnings(ui):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
-def _train_linear(ui, input_path, model, output, o, run) -> None:
-    from rfcli.jobs.train import TrainSettings, train
+def _linear_settings(model: str, o: dict):
+    from rfcli.jobs.train import TrainSettings
 
-    settings = settings_from(
+    return settings_from(
         TrainSettings,
         o,
         {"cache_bytes": "cache_mb"},
         model=model,
         cache_bytes=None if o["cache_mb"] is None else o["cache_mb"] << 20,
     )
+
+
+def _gpr_settings(o: dict):
+    from rfcli.jobs.train_gpr import GPRSettings
+
+    renamed = {"features": "gp_features", "kernel": "gp_kernel", "tol": "kernel_tol"}
+    ctx = click.get_current_context()
+    # --tol with --model gpr (its old spelling) is named as such in messages
+    old = {"tol": "--tol (now --kernel-tol)"} if flag_of(ctx, "kernel_tol") == "--tol" else {}
+    return settings_from(GPRSettings, o, renamed, old, features=o["gp_features"],
+                         kernel=o["gp_kernel"], tol=o["kernel_tol"])  # fmt: skip
+
+
+def _train_linear(ui, input_path, model, output, settings, run) -> None:
+    from rfcli.jobs.train import train
+
     res = train(input_path, output, settings, **run)
     r = res.report
     if "cv" in r:
@@ -410,13 +428,10 @@ def cache_line(cache: dict) -> str:
     return "features not cached (over the cache budget): every pass reads the store"
 
 
-def _train_gpr(ui, input_path, output, o, run) -> None:
+def _train_gpr(ui, input_path, output, s, o, run) -> None:
     from rfcli.io.settings import ReadSettings
-    from rfcli.jobs.train_gpr import GPRSettings, train_gpr
+    from rfcli.jobs.train_gpr import train_gpr
 
-    renamed = {"features": "gp_features", "kernel": "gp_kernel", "tol": "kernel_tol"}
-    s = settings_from(GPRSettings, o, renamed, features=o["gp_features"], kernel=o["gp_kernel"],
-                      tol=o["kernel_tol"])  # fmt: skip
     read = ReadSettings(label=o["label"], on_nan=o["on_nan"])
     r = train_gpr(input_path, output, s, read, **run).report
     _gpr_lines(ui, r, output)
