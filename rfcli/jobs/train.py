@@ -225,7 +225,7 @@ def _train_store(store, trained_on, output, settings, overwrite, engine, dask, p
             model, report = _train_svm(passes, targets, settings, progress)
     if svm:
         report["cache"] = _cache_report(data, eng.name)
-        warn_if_not_converged(report, f"the SVM (L-BFGS-B, C={report['C']:g})")
+        warn_if_not_converged(report, f"the SVM (C={report.get('C', settings.C)})")
     report.update({"rows": store.n_rows, "features": store.n_features, "bits": store.bits})
     secs = time.perf_counter() - t0
     report["seconds"] = secs
