@@ -288,17 +288,18 @@ def test_bad_in_memory_inputs_are_one_line_errors(rows, letter_store, tmp_path):
         (
             lambda: rfcli.encode(X, out, like=letter_store),
             InputError,
-            "of the store .* are missing from the input; a NumPy array has no column names",
+            "of the store .* are missing from <ndarray .*; a NumPy array has no column names",
         ),
         (
             lambda: rfcli.predict(model, X),
             InputError,
-            r"<ndarray 500 x 16>: column\(s\) 'f0', .* are missing; a NumPy array has no column",
+            r"16 columns that the model's map needs are missing from <ndarray 500 x 16>: f0, .*; a "
+            "NumPy array has no column",
         ),
         (
             lambda: rfcli.predict(model, df[["f0", "f1"]]),
             InputError,
-            r"<DataFrame 500 x 2>: column\(s\) 'f2'",
+            r"14 columns that the model's map needs are missing from <DataFrame 500 x 2>: f2, ",
         ),
         (lambda: rfcli.predict(42, df), ParameterTypeError, "model must be a model file's path"),
         (

@@ -197,6 +197,15 @@ CLI_PHRASES = [
     ("(or drop the plot)", "(or drop --plot)", "plot_path", None),
     ("use model krr", "use --model krr", "model", None),
     ("(or task classification", "(or --task classification", "task", None),
+    ("or choose the feature columns with columns)", "or choose the feature columns with "
+     "--columns)", "columns", "or leave the column out)"),
+    ("set delimiter='\\t'", "use --delimiter tab", "delimiter", "convert it to commas"),
+    ("set delimiter=';'", "use --delimiter ';'", "delimiter", "convert it to commas"),
+    ("set delimiter='|'", "use --delimiter '|'", "delimiter", "convert it to commas"),
+    ("delimiter applies to CSV input", "--delimiter applies to CSV input", "delimiter", None),
+    ("or without resume to start over", "or without --resume to start over", "resume", None),
+    ("(run the same encode with resume to continue)", "(run the same command with --resume "
+     "to continue)", "resume", None),
 ]  # fmt: skip
 
 

@@ -54,12 +54,13 @@ def check_overwrite(ctx: click.Context, output: str) -> None:
     check_scope(ctx, ["overwrite"], output != "-", "an output file, not stdout (-o -)")
 
 
-def check_raw_input(ctx: click.Context, data: str) -> None:
-    """``--on-nan`` (an option of raw input) given with a store (encoded rows, no NaN)."""
+def check_raw_input(ctx: click.Context, data: str, names=("on_nan",)) -> None:
+    """``--on-nan`` (and the other options of raw input among ``names``, e.g.
+    ``--delimiter``) given with a store (encoded rows, no NaN)."""
     from rfcli.io import location
 
-    if given(ctx, "on_nan"):  # else nothing to check: no look at the input
-        check_scope(ctx, ["on_nan"], not location.is_store(data),
+    if any(given(ctx, n) for n in names):  # else nothing to check: no look at the input
+        check_scope(ctx, names, not location.is_store(data),
                     "raw input, not a store (its rows are encoded already)")  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from rfcli.cli.checks import MAP_FAMILY_OPTIONS, check_bandwidth, check_family_o
 from rfcli.cli.options import (
     SectionedCommand,
     dask_settings,
+    delimiter_option,
     engine_options,
     flatten,
     glf_quadrature_options,
@@ -20,14 +21,14 @@ from rfcli.cli.options import (
 )
 from rfcli.cli.spelling import deprecated_alias, flag_of, given, take_deprecated
 from rfcli.cli.types import AutoFloat, Bits, CommaList, MemorySize
-from rfcli.errors import Interrupted
+from rfcli.errors import Interrupted, UsageError
 from rfcli.io.jsonfile import read_json
 from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings
 from rfcli.names import KERNELS, QUANTIZER_KINDS
 
 #: the sections of ``rfcli encode --help``: option -> section
 ENCODE_SECTIONS = {
-    **dict.fromkeys(("columns", "label", "ids", "fmt", "on_nan", "normalize_rows",
+    **dict.fromkeys(("columns", "label", "ids", "fmt", "delimiter", "on_nan", "normalize_rows",
                      "standardize", "like"), "Input options"),
     **dict.fromkeys(("features", "kernel", "gamma", "seed", *MAP_FAMILY_OPTIONS, "gp_kernel",
                      "kernel_tol", "lengthscale_bounds", "nodes", "cutoff"), "Map options"),
@@ -157,6 +158,7 @@ LIKE_FIXES = ("features", "kernel", "gamma", "seed", "bits", "quantizer", "quant
     show_default=True,
     help="Rows with NaN/inf features: fail, drop them, or set those values to 0.",
 )
+@delimiter_option
 @gp_kernel_option("--kernel glf: the GP kernel of the quadrature.")
 @deprecated_alias("--tol", "old_tol", type=click.FloatRange(0, 1, min_open=True, max_open=True))
 @click.option(
@@ -212,7 +214,7 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
                 "the local engine (a Dask worker encodes on one thread per task)")  # fmt: skip
     for note in notes:
         ui.info(note)
-    from rfcli.jobs.encode import encode
+    from rfcli.jobs.encode import ResumeMismatch, encode
     from rfcli.memory import encode_malloc
 
     encode_malloc()  # one long streaming pass: reuse the chunk arrays' pages
@@ -231,7 +233,10 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
             engine=engine,
             dask=dask_settings(engine, scheduler, workers),
             progress=ui.progress(),
+            note=lambda text: ui.info(text.replace("resume: ", "--resume: ", 1)),
         )
+    except ResumeMismatch as e:
+        raise UsageError(e.text(names=_flag_of_setting, again="--resume")) from None
     except Interrupted as e:
         if e.partial is None:
             raise
@@ -242,6 +247,23 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
     _report(ui, res, fitted=like is None, gamma=opts["gamma"], label=opts["label"])
     if as_json:
         ui.result_json(_result(res))
+
+
+#: settings (as ResumeMismatch names them) whose flag is not ``--`` + the name
+SETTING_FLAGS = {"n_features": "-m", "bits": "-b", "quantizer_config": "--quantizer-file",
+                 "read.fmt": "--format", "read.ids": "--id", "like": "--like",
+                 "input": "INPUT", "map_options.tol": "--kernel-tol",
+                 "map_options.glf_kernel": "--gp-kernel"}  # fmt: skip
+
+
+def _flag_of_setting(name: str) -> str:
+    """The flag of a setting named as the library names it (``read.label``: --label)."""
+    if name in SETTING_FLAGS:
+        return SETTING_FLAGS[name]
+    field = name.rsplit(".", 1)[-1]
+    if name == "sample_rows":
+        return "the row sample's size (sample_rows)"
+    return "--" + field.replace("_", "-")
 
 
 def _result(res) -> dict:

@@ -6,7 +6,13 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.checks import check_model_and_data, check_raw_input, check_scope
-from rfcli.cli.options import dask_settings, engine_options, json_option, nan_option
+from rfcli.cli.options import (
+    dask_settings,
+    delimiter_option,
+    engine_options,
+    json_option,
+    nan_option,
+)
 
 #: the options of --kernel-error (the others are those of evaluating a model)
 KERNEL_ERROR_OPTIONS = ("raw", "rows")
@@ -27,12 +33,12 @@ KERNEL_ERROR_OPTIONS = ("raw", "rows")
     help="With --kernel-error: row sample size.",
 )
 @nan_option
+@delimiter_option
 @json_option
 @engine_options
 @click.pass_obj
-def evaluate_cmd(
-    ui, first, test_path, kernel_error, raw, rows, on_nan, as_json, engine, scheduler, workers
-):
+def evaluate_cmd(ui, first, test_path, kernel_error, raw, rows, on_nan, delimiter, as_json,
+                 engine, scheduler, workers):  # fmt: skip
     """Metrics of MODEL on TEST (a store or raw data with the training label column), or
     with --kernel-error the kernel-approximation errors of STORE (docs/methods.md,
     evaluation metrics).
@@ -53,7 +59,7 @@ def evaluate_cmd(
 
     ctx = click.get_current_context()
     check_scope(ctx, KERNEL_ERROR_OPTIONS, kernel_error, "--kernel-error")
-    check_scope(ctx, ("on_nan", "engine"), not kernel_error,
+    check_scope(ctx, ("on_nan", "delimiter", "engine"), not kernel_error,
                 "evaluating a model, not --kernel-error (a row sample, read locally)")  # fmt: skip
     dask = dask_settings(engine, scheduler, workers)
     if kernel_error:
@@ -68,7 +74,7 @@ def evaluate_cmd(
         if test_path is None:
             raise UsageError("evaluate needs MODEL and TEST (or --kernel-error STORE --data RAW)")
         check_model_and_data(first, test_path, "evaluate MODEL TEST")
-        check_raw_input(ctx, test_path)
+        check_raw_input(ctx, test_path, ("on_nan", "delimiter"))
         out = evaluate(
             first,
             test_path,
@@ -76,6 +82,7 @@ def evaluate_cmd(
             engine=engine,
             dask=dask,
             on_nan=on_nan,
+            delimiter=delimiter,
         )
     if as_json:
         ui.result_json(out)

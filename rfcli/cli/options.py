@@ -105,6 +105,26 @@ def nan_option(f):
     )(f)
 
 
+def _delimiter(ctx, param, value):
+    from rfcli.io.settings import check_delimiter
+
+    try:
+        return check_delimiter(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e).replace("delimiter ", "", 1), ctx, param) from None
+
+
+def delimiter_option(f):
+    """--delimiter for commands that read CSV input (encode, predict, evaluate, train)."""
+    return click.option(
+        "--delimiter",
+        callback=_delimiter,
+        metavar="CHAR",
+        help="CSV input: the field delimiter, one character or 'tab' (default: a tab for "
+        ".tsv/.tab names, else a comma).",
+    )(f)
+
+
 def gp_kernel_option(help: str):
     """--gp-kernel (encode, train)."""
     return click.option(

@@ -8,6 +8,7 @@ from rfcli.cli import cli
 from rfcli.cli.checks import check_model_and_data, check_overwrite, check_raw_input
 from rfcli.cli.options import (
     dask_settings,
+    delimiter_option,
     engine_options,
     json_option,
     nan_option,
@@ -34,12 +35,13 @@ from rfcli.cli.options import (
     "arrays (a store's are all carried by default).",
 )
 @nan_option
+@delimiter_option
 @overwrite_option
 @json_option
 @engine_options
 @click.pass_obj
-def predict_cmd(ui, model_path, input_path, output, ids, on_nan, overwrite, as_json, engine,
-                scheduler, workers):  # fmt: skip
+def predict_cmd(ui, model_path, input_path, output, ids, on_nan, delimiter, overwrite, as_json,
+                engine, scheduler, workers):  # fmt: skip
     """Predict with MODEL on INPUT: a store encoded with the model's map, or raw data
     (encoded on the fly with the model's map and quantizer).
 
@@ -57,7 +59,7 @@ def predict_cmd(ui, model_path, input_path, output, ids, on_nan, overwrite, as_j
     check_model_and_data(model_path, input_path, "predict MODEL INPUT")
     ctx = click.get_current_context()
     check_overwrite(ctx, output)
-    check_raw_input(ctx, input_path)
+    check_raw_input(ctx, input_path, ("on_nan", "delimiter"))
     if as_json and output == "-":
         raise UsageError("--json prints its summary on stdout: write the predictions to a "
                          "file with -o")  # fmt: skip
@@ -73,6 +75,7 @@ def predict_cmd(ui, model_path, input_path, output, ids, on_nan, overwrite, as_j
         engine=engine,
         dask=dask_settings(engine, scheduler, workers),
         on_nan=on_nan,
+        delimiter=delimiter,
     )
     if as_json:
         ui.result_json(res.to_dict())

@@ -11,6 +11,7 @@ from rfcli.cli.checks import check_scope
 from rfcli.cli.options import (
     SectionedCommand,
     dask_settings,
+    delimiter_option,
     engine_options,
     glf_quadrature_options,
     gp_kernel_option,
@@ -35,13 +36,13 @@ MODEL_OPTIONS = {
     "svm": ("normalized", "C", "loss", "task", "cv_folds", "max_iter", "tol", "cache_mb",
             "memory"),
     "krr": ("normalized", "alpha", "task", "cv_folds", "memory"),
-    "gpr": ("label", "on_nan", "standardize", "gp_features", "n_features", "gp_kernel", "learn",
-            "ard", "noise_bounds", "lengthscale", "lengthscale_bounds", "kernel_tol", "nodes",
-            "cutoff"),
+    "gpr": ("label", "on_nan", "delimiter", "standardize", "gp_features", "n_features",
+            "gp_kernel", "learn", "ard", "noise_bounds", "lengthscale", "lengthscale_bounds",
+            "kernel_tol", "nodes", "cutoff"),
 }  # fmt: skip
 #: gpr options that apply to raw INPUT only (a store's label, preprocessing and map are fixed)
-GPR_RAW_ONLY = ("label", "on_nan", "standardize", "gp_features", "n_features", "gp_kernel",
-                "kernel_tol", "nodes", "cutoff")  # fmt: skip
+GPR_RAW_ONLY = ("label", "on_nan", "delimiter", "standardize", "gp_features", "n_features",
+                "gp_kernel", "kernel_tol", "nodes", "cutoff")  # fmt: skip
 #: gpr options of Gauss-Legendre features (the map's quadrature, ARD)
 GPR_GLF_ONLY = ("ard", "kernel_tol", "nodes", "cutoff")
 #: old spellings kept for one release: hidden option -> the option it now is (and --tol
@@ -121,6 +122,36 @@ def check_gpr_options(ctx: click.Context, input_path: str, o: dict) -> None:
     bounds_used = o["learn"] or o["lengthscale"] is None or o["nodes"] is not None
     where = "learning, or --no-learn without --lengthscale (whose midpoint it gives)"
     check_scope(ctx, ["lengthscale_bounds"], bounds_used, where)
+
+
+def check_store_input(input_path: str, model: str, label: str | None, output: str) -> None:
+    """svm/krr on raw data: the first thing to say is that it must be encoded first, with
+    an encode command that makes the store train needs (its label: --label, else the
+    column named like a label, else a placeholder)."""
+    from rfcli.errors import UsageError
+    from rfcli.io.kinds import DESCRIPTION, RAW_DATA, kind_of
+
+    kind = kind_of(input_path)
+    if kind not in RAW_DATA:
+        return  # a store, or something the store reader names
+    from rfcli.jobs.encode import default_output
+
+    if label is None:
+        from rfcli.io.columns import candidates
+        from rfcli.io.readers import open_source
+
+        try:
+            with open_source(input_path) as source:
+                found = candidates("label", source.names, label=True)
+        except Exception:  # unreadable here: the encode command will say why
+            found = []
+        label = found[0] if found else "LABEL"
+    store = default_output(input_path)
+    raise UsageError(
+        f"{input_path}: is {DESCRIPTION[kind]}: --model {model} trains on a feature store, "
+        f"encode it first: `rfcli encode {input_path} --label {label} -o {store}`, then "
+        f"`rfcli train {store} --model {model} -o {output}`"
+    )
 
 
 def check_model_options(ctx: click.Context, model: str) -> None:
@@ -217,6 +248,7 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 )
 @click.option("--label", help="gpr from raw INPUT: the target column.")
 @nan_option
+@delimiter_option
 @click.option(
     "--gp-features",
     type=click.Choice(["glf", "rff"]),
@@ -298,6 +330,8 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
     """
     ctx = click.get_current_context()
     notes = take_old_spellings(ctx, model, opts)
+    if model != "gpr":
+        check_store_input(input_path, model, opts["label"], output)
     check_model_options(ctx, model)
     if model == "gpr":
         check_gpr_options(ctx, input_path, opts)
@@ -432,7 +466,7 @@ def _train_gpr(ui, input_path, output, s, o, run) -> None:
     from rfcli.io.settings import ReadSettings
     from rfcli.jobs.train_gpr import train_gpr
 
-    read = ReadSettings(label=o["label"], on_nan=o["on_nan"])
+    read = ReadSettings(label=o["label"], on_nan=o["on_nan"], delimiter=o["delimiter"])
     r = train_gpr(input_path, output, s, read, **run).report
     _gpr_lines(ui, r, output)
     return r

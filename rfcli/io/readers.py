@@ -20,8 +20,22 @@ import numpy as np
 from rfcli.errors import InputError, ParameterTypeError, UsageError, did_you_mean
 from rfcli.io import location
 from rfcli.io.arrays import ArraySource, ExtraColumnClash, is_array_input, unnamed_hint
-from rfcli.io.settings import FORMATS, NAN_POLICIES, ReadSettings, check_on_nan  # noqa: F401 (re-export)
-from rfcli.io.sources import CsvSource, ParquetSource, Source, ZarrSource, is_glob
+from rfcli.io.columns import count, name_list, not_found
+from rfcli.io.settings import (  # noqa: F401 (re-export)
+    FORMATS,
+    NAN_POLICIES,
+    ReadSettings,
+    check_delimiter,
+    check_on_nan,
+)
+from rfcli.io.sources import (
+    CsvSource,
+    ParquetSource,
+    Source,
+    ZarrSource,
+    is_glob,
+    text_cell_error,
+)
 
 
 @dataclass
@@ -35,6 +49,10 @@ class Chunk:
         return self.X.shape[0]
 
 
+#: file names read as CSV (comma- or tab-separated: :func:`rfcli.io.sources.delimiter_for`)
+CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".tab", ".tab.gz", ".txt")
+
+
 def detect_format(path: str, fmt: str | None = None) -> str:
     if fmt:
         if fmt not in FORMATS:
@@ -44,7 +62,7 @@ def detect_format(path: str, fmt: str | None = None) -> str:
         return "csv"
     p = path.rstrip("/").lower()
     if location.is_url(path):
-        if p.endswith((".csv", ".csv.gz", ".tsv", ".txt", ".zarr")):
+        if p.endswith((*CSV_SUFFIXES, ".zarr")):
             raise UsageError(f"{path}: URL inputs are Parquet (a file, a prefix or a glob)")
         return "parquet"
     if p.endswith(".zarr") or os.path.isfile(os.path.join(path, "zarr.json")):
@@ -53,7 +71,7 @@ def detect_format(path: str, fmt: str | None = None) -> str:
         return "parquet"  # a partitioned dataset: a directory or glob of Parquet files
     if p.endswith((".parquet", ".pq")):
         return "parquet"
-    if p.endswith((".csv", ".csv.gz", ".tsv", ".txt")):
+    if p.endswith(CSV_SUFFIXES):
         return "csv"
     if p.endswith(".zarr") or os.path.isfile(os.path.join(path, "zarr.json")):
         return "zarr"
@@ -69,13 +87,19 @@ def detect_format(path: str, fmt: str | None = None) -> str:
     )
 
 
-def open_source(path, fmt: str | None = None, spool_stdin: bool = False) -> Source:
+def open_source(path, fmt: str | None = None, spool_stdin: bool = False,
+                delimiter: str | None = None) -> Source:  # fmt: skip
     """The source of an input: a path or URL (Parquet, CSV, ``-`` for stdin, Zarr; ``fmt``
-    if the name does not say), or in-memory data (a 2-D NumPy array, a pandas DataFrame,
-    a pyarrow Table, ...: an :class:`~rfcli.io.arrays.ArraySource`)."""
+    if the name does not say; ``delimiter``: CSV's field delimiter, by default a tab for
+    .tsv/.tab names, else a comma), or in-memory data (a 2-D NumPy array, a pandas
+    DataFrame, a pyarrow Table, ...: an :class:`~rfcli.io.arrays.ArraySource`).  A source
+    is a context manager (closed at the end of the ``with``)."""
+    delimiter = check_delimiter(delimiter)
     if isinstance(path, ArraySource) or is_array_input(path):
         if fmt is not None:
             raise UsageError(f"fmt ({fmt!r}) is the format of a file: in-memory data has none")
+        if delimiter is not None:
+            raise UsageError("delimiter is for CSV files: in-memory data has none")
         return path if isinstance(path, ArraySource) else ArraySource(path)
     if not location.is_path(path):
         raise ParameterTypeError(
@@ -84,6 +108,8 @@ def open_source(path, fmt: str | None = None, spool_stdin: bool = False) -> Sour
         )
     path = location.normalize(path)
     fmt = detect_format(path, fmt)
+    if delimiter is not None and fmt != "csv":
+        raise UsageError(f"delimiter applies to CSV input, not {fmt} ({path})")
     if location.is_url(path):
         return ParquetSource(path)
     if path != "-" and not os.path.exists(path) and not is_glob(path):
@@ -93,7 +119,7 @@ def open_source(path, fmt: str | None = None, spool_stdin: bool = False) -> Sour
     if fmt == "parquet":
         return ParquetSource(path)
     if fmt == "csv":
-        return CsvSource(path, spool=spool_stdin)
+        return CsvSource(path, spool=spool_stdin, delimiter=delimiter)
     return ZarrSource(path)
 
 
@@ -117,30 +143,30 @@ def select_columns(
 ) -> Selection:
     """Feature columns: ``columns`` if given, else every numeric column except label and ids."""
     ids = list(ids or [])
-    where, hint = source.path, unnamed_hint(source)
+    where, hint = source.path, unnamed_hint(source) + header_hint(source)
     for name, what in [(label, "label"), *((i, "id") for i in ids)]:
         if name is not None and name not in source.names:
-            raise InputError(
-                f"{where}: {what} column {name!r} not found{did_you_mean(name, source.names)}"
-                f" (columns: {_list(source.names)}){hint}"
-            )
+            raise InputError(not_found(where, what, name, source.names, source.numeric, hint))
     reserved = {label, *ids}
     if columns:
         missing = [c for c in columns if c not in source.names]
         if missing:
+            mean = did_you_mean(missing[0], source.names)
             raise InputError(
-                f"{where}: column(s) {_list(map(repr, missing))} not found"
-                f"{did_you_mean(missing[0], source.names)} (columns: {_list(source.names)}){hint}"
+                f"{where}: {_missing(missing)} not found{mean}; its "
+                f"{count(len(source.names))}: {name_list(source.names)}{hint}"
             )
         clash = [c for c in columns if c in reserved]
         if clash:
-            raise UsageError(f"column(s) {_list(clash)} cannot be both features and label/id")
+            raise UsageError(f"column(s) {name_list(clash)} cannot be both features and label/id")
+        _check_cells(source, columns)
         bad = [c for c in columns if not source.numeric[c]]
         if bad:
-            raise InputError(f"{where}: feature column(s) {_list(bad)} are not numeric")
+            raise InputError(f"{where}: feature column(s) {name_list(bad)} are not numeric")
         features, skipped = list(columns), []
     else:
         rest = [c for c in source.names if c not in reserved]
+        _check_cells(source, [c for c in rest if not source.numeric[c]])
         features = [c for c in rest if source.numeric[c]]
         skipped = [c for c in rest if not source.numeric[c]]
     if not features:
@@ -160,6 +186,7 @@ def iter_chunks(
     check_on_nan(on_nan)
     names = sel.all
     kw = {"float_columns": sel.features} if isinstance(source, CsvSource) else {}
+    line0 = getattr(source, "first_line", None)  # CSV: messages name the file's lines
     pending: list[dict[str, np.ndarray]] = []
     have = 0
     in_row = 0  # rows read from the input
@@ -172,14 +199,14 @@ def iter_chunks(
             head = {n: a[:chunk_rows] for n, a in merged.items()}
             have -= chunk_rows
             pending = [{n: a[chunk_rows:] for n, a in merged.items()}] if have else []
-            chunk = make_chunk(head, sel, in_row, out_row, on_nan, source.path, dtype)
+            chunk = make_chunk(head, sel, in_row, out_row, on_nan, source.path, dtype, line0)
             in_row += chunk_rows
             if len(chunk):
                 out_row += len(chunk)
                 yield chunk
     if have:
         cols = _concat(pending, names)
-        chunk = make_chunk(cols, sel, in_row, out_row, on_nan, source.path, dtype)
+        chunk = make_chunk(cols, sel, in_row, out_row, on_nan, source.path, dtype, line0)
         if len(chunk):
             yield chunk
 
@@ -202,10 +229,12 @@ def _concat(parts, names):
 
 
 def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, where: str,
-               dtype: type = np.float64) -> Chunk:  # fmt: skip
+               dtype: type = np.float64, line0: int | None = None) -> Chunk:  # fmt: skip
     """The chunk of ``cols``: the feature columns as one (n, d) array of ``dtype``
     (float64, or float32 for an encoder that computes on float32 inputs: each value is
-    rounded once, as float64 then float32 would round it), NaN/inf handled by ``on_nan``."""
+    rounded once, as float64 then float32 would round it), NaN/inf handled by ``on_nan``.
+    Messages name a bad value's row (0-based, ``in_row`` the first's), or with ``line0``
+    (the file line of row 0: a CSV input) its line."""
     try:
         X = np.column_stack([_as_float(cols[c], dtype) for c in sel.features])
     except (TypeError, ValueError) as e:
@@ -217,9 +246,13 @@ def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, whe
         if on_nan == "error":
             r, c = np.argwhere(~finite)[0]
             value = np.asarray(cols[sel.features[c]][r]).item()
-            beyond = " (beyond float32's range)" if np.isfinite(value) else ""
+            what = f"is {value}"
+            if np.isfinite(value):
+                what += " (beyond float32's range)"
+            elif line0 is not None and np.isnan(value):  # CSV: empty cells, NA, n/a read as NaN
+                what = "is missing (an empty cell or NA, n/a, nan)"
             raise InputError(
-                f"{where}: row {in_row + r}: column {sel.features[c]!r} is {value}{beyond} "
+                f"{where}: {position(in_row + r, line0)}: column {sel.features[c]!r} {what} "
                 "(set on_nan to drop or zero)"
             )
         if on_nan == "zero":
@@ -229,8 +262,14 @@ def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, whe
             X = X[keep]
             label = label[keep] if label is not None else None
             ids = {k: v[keep] for k, v in ids.items()}
-    check_label(label, sel.label, in_row, where)
+    check_label(label, sel.label, in_row, where, line0)
     return Chunk(out_row, X, label, ids)
+
+
+def position(row: int, line0: int | None = None) -> str:
+    """``row 300`` (0-based among the data rows), or ``line 302`` (of a CSV file: ``line0``
+    the line of row 0)."""
+    return f"row {row}" if line0 is None else f"line {line0 + row}"
 
 
 def _as_float(col, dtype) -> np.ndarray:
@@ -243,15 +282,18 @@ def _as_float(col, dtype) -> np.ndarray:
         return np.asarray(col, dtype=dtype)
 
 
-def check_label(label: np.ndarray | None, name: str | None, row0: int, where: str) -> None:
+def check_label(label: np.ndarray | None, name: str | None, row0: int, where: str,
+                line0: int | None = None) -> None:  # fmt: skip
     """Refuse missing (NaN) values in a float label column (of one or several outputs),
-    naming the first such row (``row0``: the global index of the first row given)."""
+    naming the first such row (``row0``: the global index of the first row given; its
+    file line with ``line0``, see :func:`position`)."""
     if label is None or label.dtype.kind != "f":
         return
     finite = np.isfinite(label).reshape(len(label), -1).all(axis=1)
     if not finite.all():
         r = int(np.argmin(finite))
-        raise InputError(f"{where}: label column {name!r} is missing/NaN at row {row0 + r}")
+        at = position(row0 + r, line0)
+        raise InputError(f"{where}: label column {name!r} is missing/NaN at {at}")
 
 
 def attach_label(data: Any, y: Any, read: ReadSettings) -> tuple[Any, ReadSettings]:
@@ -282,7 +324,25 @@ def _series_name(y: Any) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _list(names) -> str:
-    names = list(names)
-    s = ", ".join(names[:20])
-    return s + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
+def _missing(names: list[str]) -> str:
+    """``column 'x'`` or ``3 columns 'x', 'y', 'z'``."""
+    if len(names) == 1:
+        return f"column {names[0]!r}"
+    return f"{count(len(names))} {name_list(names, quote=True)}"
+
+
+def _check_cells(source: Source, names: list[str]) -> None:
+    """Refuse a column of numbers with a cell of text (a CSV column that its first block
+    gives as text), naming the line and the text, rather than leave the column out."""
+    cells = getattr(source, "bad_cell", None)
+    for name in names if cells is not None else ():
+        bad = cells(name)
+        if bad is not None:
+            raise text_cell_error(source.path, bad[0], name, bad[1])
+
+
+def header_hint(source: Source) -> str:
+    """For a message about a missing column: a CSV header that looks split at another
+    delimiter (:meth:`~rfcli.io.sources.CsvSource.delimiter_hint`)."""
+    hint = getattr(source, "delimiter_hint", None)
+    return hint() if hint is not None else ""

@@ -5,15 +5,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rfcli.constraints import Interval, ListOf, Null, Options, Text, Validated
+from rfcli.constraints import Constraint, Interval, ListOf, Null, Options, Text, Validated
 
 FORMATS = ("parquet", "csv", "zarr")
 NAN_POLICIES = ("error", "drop", "zero")
+#: spellings of the tab delimiter (``--delimiter tab`` on the command line)
+TAB_WORDS = ("tab", "\\t")
+
+
+class Delimiter(Constraint):
+    """A CSV field delimiter (:func:`check_delimiter`)."""
+
+    text = "one character (not a quote or line break) or 'tab'"
+
+    def takes_type(self, v) -> bool:
+        return isinstance(v, str)
+
+    def takes(self, v) -> bool:
+        return isinstance(v, str) and (v in TAB_WORDS or (len(v) == 1 and v not in '"\r\n'))
 
 
 @dataclass
 class ReadSettings(Validated):
-    """How input is read: columns, label, id columns, format, chunk size, NaN policy;
+    """How input is read: columns, label, id columns, format, chunk size, NaN policy, CSV's
+    field delimiter (one character, or None: a tab for .tsv/.tab names, else a comma);
     :meth:`validate` checks the fields (rfcli.constraints)."""
 
     columns: list[str] | None = None
@@ -22,6 +37,7 @@ class ReadSettings(Validated):
     fmt: str | None = None
     chunk_rows: int = 8192
     on_nan: str = "error"
+    delimiter: str | None = None
 
     _parameter_constraints = {
         "columns": [Null(), ListOf(Text())],
@@ -30,6 +46,7 @@ class ReadSettings(Validated):
         "fmt": [Null(), Options(*FORMATS)],
         "chunk_rows": [Interval("int", 1)],
         "on_nan": [Options(*NAN_POLICIES)],
+        "delimiter": [Null(), Delimiter()],
     }
 
 
@@ -47,4 +64,25 @@ def check_on_nan(on_nan: str, engine: str = "local") -> None:
         )
 
 
-__all__ = ["FORMATS", "NAN_POLICIES", "ReadSettings", "check_on_nan"]
+def check_delimiter(delimiter) -> str | None:
+    """A CSV field delimiter: None (from the file name) or one character that is not a
+    quote or a line break; ``"tab"`` and ``"\\t"`` (as typed in a shell) mean a tab."""
+    from rfcli.errors import ParameterTypeError, UsageError
+
+    if delimiter is None:
+        return None
+    if not isinstance(delimiter, str):
+        raise ParameterTypeError(
+            f"delimiter must be one character or None, got {type(delimiter).__name__}"
+        )
+    if delimiter in TAB_WORDS:
+        return "\t"
+    if len(delimiter) != 1 or delimiter in '"\r\n':
+        raise UsageError(
+            f"delimiter must be one character (not a quote or line break), or 'tab', got "
+            f"{delimiter!r}"
+        )
+    return delimiter
+
+
+__all__ = ["FORMATS", "NAN_POLICIES", "ReadSettings", "check_delimiter", "check_on_nan"]

@@ -40,6 +40,12 @@ class Source:
     def close(self) -> None:
         pass
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 def is_glob(path: str) -> bool:
     return any(c in path for c in "*?[")
@@ -202,13 +208,59 @@ def check_text_file(path: str) -> None:
         raise InputError(f"{path}: is a binary file, not CSV text")
 
 
-class CsvSource(Source):
-    """CSV from a file or stdin.  Types are inferred from the first block; feature
-    columns are then read as float64.  stdin can be read once only (see ``spool``)."""
+#: file names read as tab-separated (else comma-separated), compressed or not
+TAB_SUFFIXES = (".tsv", ".tab", ".tsv.gz", ".tab.gz")
 
-    def __init__(self, path: str, spool: bool = False, block_size: int = 1 << 22):
+
+def delimiter_for(path: str, delimiter: str | None = None) -> str:
+    """The field delimiter of a CSV input: ``delimiter`` if given, else a tab for the names
+    of :data:`TAB_SUFFIXES`, else a comma."""
+    if delimiter is not None:
+        return delimiter
+    return "\t" if path.lower().endswith(TAB_SUFFIXES) else ","
+
+
+#: a cell that reads as a number (as pyarrow parses float columns; missing-value markers
+#: such as NA and nan are read as missing values, not text)
+_NUMBER = r"^\s*[-+]?((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[iI]nf(inity)?)\s*$"
+#: ``In CSV column #1: Row #302: CSV conversion error to double: invalid value 'abc'``
+#: (pyarrow's row is the line of the file, the header being line 1)
+_CONVERSION = r"In CSV column #(\d+): Row #(\d+): CSV conversion error to \w+: invalid value '(.*)'"
+
+
+def _text_cells(col: pa.Array) -> tuple[int, str] | None:
+    """In a text column whose cells are numbers but for a few (more than half of its
+    non-empty cells are numbers): the first cell that is not, (row, text); else None (a
+    column of text: names, classes, codes)."""
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    is_number = pc.match_substring_regex(col, _NUMBER).fill_null(True)
+    n_numbers = pc.sum(pc.and_(is_number, pc.is_valid(col))).as_py() or 0
+    if n_numbers * 2 <= len(col) - col.null_count:
+        return None
+    row = pc.index(is_number, False).as_py()
+    return (row, col[row].as_py()) if row >= 0 else None
+
+
+class CsvSource(Source):
+    """CSV from a file or stdin (``delimiter``: see :func:`delimiter_for`).  Types are
+    inferred from the first block; feature columns are then read as float64.  stdin can be
+    read once only (see ``spool``).
+
+    A column that the first block gives as text but whose cells are mostly numbers is a
+    column of numbers with bad cells: :meth:`bad_cell` names the first (the selection of
+    feature columns refuses it, rather than leave the column out as text)."""
+
+    #: the file line of the first data row (the header is line 1): messages name lines
+    first_line = 2
+
+    def __init__(self, path: str, spool: bool = False, block_size: int = 1 << 22,
+                 delimiter: str | None = None):  # fmt: skip
         self.path = path
         self._block = block_size
+        self.delimiter = delimiter_for(path, delimiter)
         self._tmp: str | None = None
         if path == "-" and spool:
             fd, self._tmp = tempfile.mkstemp(prefix="rfcli-stdin-", suffix=".csv")
@@ -222,6 +274,36 @@ class CsvSource(Source):
         self.names = list(schema.names)
         self.numeric = {f.name: _is_numeric(f.type) or pa.types.is_null(f.type) for f in schema}
         self._first_reader = reader if not self.rereadable else None
+        self._head = None  # the first batch of a stream read once (stdin), once read
+        self._bad: dict[str, tuple[int, str]] = {}
+        text = [f.name for f in schema if pa.types.is_string(f.type)
+                or pa.types.is_large_string(f.type)]  # fmt: skip
+        if text:  # the first block: its text columns that are numbers with bad cells
+            head = self._next(reader, 0)
+            if head is not None:
+                for name in text:
+                    bad = _text_cells(head.column(schema.get_field_index(name)))
+                    if bad is not None:
+                        self._bad[name] = bad
+            if not self.rereadable:
+                self._head = head
+
+    def bad_cell(self, name: str) -> tuple[int, str] | None:
+        """(line, text) of the first cell of column ``name`` that is not a number, when the
+        column's other cells are (mostly) numbers; None for a column of numbers or text."""
+        bad = self._bad.get(name)
+        return None if bad is None else (self.first_line + bad[0], bad[1])
+
+    def delimiter_hint(self) -> str:
+        """For a message about missing columns: a header read as one column that holds tabs
+        or semicolons (a file with another delimiter), what to set."""
+        if len(self.names) != 1:
+            return ""
+        for char, word in (("\t", "tab"), (";", "semicolon"), ("|", "pipe")):
+            if char in self.names[0] and char != self.delimiter:
+                return (f" (its header holds {word}s: set delimiter={char!r} if it is "
+                        f"{word}-separated)")  # fmt: skip
+        return ""
 
     @property
     def _file(self):
@@ -239,6 +321,7 @@ class CsvSource(Source):
                 # single-threaded parsing: pyarrow then names the row of a parse error
                 # (with threads the message depends on scheduling)
                 read_options=pacsv.ReadOptions(block_size=self._block, use_threads=False),
+                parse_options=pacsv.ParseOptions(delimiter=self.delimiter),
                 convert_options=convert,
             )
         except FileNotFoundError:
@@ -246,13 +329,37 @@ class CsvSource(Source):
         except pa.ArrowInvalid as e:
             if "Empty CSV file" in str(e):
                 raise InputError(f"{self.path}: empty CSV file (no header)") from None
-            raise InputError(f"{self.path}: malformed CSV ({first_line(e)})") from None
+            raise self._error(e, None) from None
         except OSError as e:
             raise InputError(f"{self.path}: cannot read ({first_line(e)})") from None
 
+    def _error(self, e: pa.ArrowInvalid, rows: int | None) -> InputError:
+        """A CSV error in one line: a cell that is not a number by its file line, column and
+        text; else pyarrow's message (after about ``rows`` rows when known)."""
+        import re
+
+        m = re.match(_CONVERSION, first_line(e))
+        if m:
+            col, line, value = int(m.group(1)), int(m.group(2)), m.group(3)
+            name = self.names[col] if col < len(getattr(self, "names", ())) else f"#{col}"
+            return text_cell_error(self.path, line, name, value)
+        if rows is None:
+            return InputError(f"{self.path}: malformed CSV ({first_line(e)})")
+        return InputError(f"{self.path}: bad CSV after about row {rows} ({first_line(e)})")
+
+    def _next(self, reader, rows: int):
+        try:
+            return reader.read_next_batch()
+        except StopIteration:
+            return None
+        except pa.ArrowInvalid as e:
+            raise self._error(e, rows) from None
+
     def batches(self, names, batch_rows, float_columns=None):
+        head = None
         if self._first_reader is not None:
             reader, self._first_reader = self._first_reader, None
+            head, self._head = self._head, None
         elif self.rereadable:
             reader = self._open(float_columns)
         else:
@@ -260,21 +367,35 @@ class CsvSource(Source):
         idx = [reader.schema.get_field_index(n) for n in names]
         rows = 0
         while True:
-            try:
-                rb = reader.read_next_batch()
-            except StopIteration:
+            rb = head if head is not None else self._next(reader, rows)
+            head = None
+            if rb is None:
                 return
-            except pa.ArrowInvalid as e:
-                raise InputError(
-                    f"{self.path}: bad CSV after about row {rows} ({first_line(e)})"
-                ) from None
             rows += rb.num_rows
             yield {n: _to_numpy(rb.column(i)) for n, i in zip(names, idx, strict=True)}
 
     def close(self):
+        self._release()
+
+    def _release(self) -> None:
+        self._first_reader = self._head = None
         if self._tmp and os.path.exists(self._tmp):
             os.unlink(self._tmp)
             self._tmp = None
+
+    def __del__(self):  # a spooled stdin is removed even when close() was never called
+        try:
+            self._release()
+        except Exception:  # noqa: S110 (interpreter shutdown: nothing left to report)
+            pass
+
+
+def text_cell_error(path: str, line: int, name: str, value: str) -> InputError:
+    """A cell of text in a column of numbers, by its file line."""
+    return InputError(
+        f"{path}: line {line}: column {name!r} holds {value!r}, not a number like its other "
+        "cells (fix that cell, or choose the feature columns with columns)"
+    )
 
 
 class ZarrSource(Source):

@@ -48,6 +48,18 @@ def arrow_array(v: np.ndarray) -> pa.Array:
     return pa.array(v if v.dtype != object else v.astype(str))
 
 
+def csv_header(names: list[str]) -> bytes:
+    """The CSV header line: names as they are (``prediction``, not ``"prediction"``), quoted
+    only when they hold a comma, a quote, a line break or edge spaces (RFC 4180)."""
+
+    def cell(name: str) -> str:
+        if any(c in name for c in ',"\r\n') or name != name.strip():
+            return '"' + name.replace('"', '""') + '"'
+        return name
+
+    return (",".join(cell(str(n)) for n in names) + "\n").encode()
+
+
 class TableWriter:
     """Write chunks of named columns (1-D arrays) plus an optional float matrix
     (columns ``prefix0..``) to npy, Parquet or CSV.
@@ -75,6 +87,7 @@ class TableWriter:
         self._tmp = path + ".partial" if path != "-" else None
         self._npy_columns = npy_columns if self.fmt == "npy" else None
         self._raw = None
+        self._file = None  # the CSV file, opened at the first rows
         if self._npy_columns is not None:
             self._raw = open(self._tmp + ".rows", "wb")  # noqa: SIM115 (closed in close/abort)
         elif self.fmt == "npy":
@@ -108,8 +121,13 @@ class TableWriter:
             if self.fmt == "parquet":
                 self._writer = pq.ParquetWriter(self._tmp, batch.schema, compression="zstd")
             else:
-                sink = sys.stdout.buffer if self.path == "-" else self._tmp
-                self._writer = pacsv.CSVWriter(sink, batch.schema)
+                if self.path == "-":
+                    sink = sys.stdout.buffer
+                else:
+                    sink = self._file = open(self._tmp, "wb")  # noqa: SIM115 (closed in close/abort)
+                sink.write(csv_header(names))
+                options = pacsv.WriteOptions(include_header=False)
+                self._writer = pacsv.CSVWriter(sink, batch.schema, write_options=options)
         self._writer.write_batch(batch)
 
     def close(self) -> None:
@@ -120,6 +138,8 @@ class TableWriter:
             del self._mm
         elif self._writer is not None:
             self._writer.close()
+        if self._file is not None:
+            self._file.close()
         if self.path == "-":
             sys.stdout.flush()
         elif self._tmp and os.path.exists(self._tmp):
@@ -140,6 +160,8 @@ class TableWriter:
         os.unlink(self._tmp + ".rows")
 
     def abort(self) -> None:
+        if self._file is not None:
+            self._file.close()
         if self._raw is not None:
             self._raw.close()
             if os.path.exists(self._tmp + ".rows"):

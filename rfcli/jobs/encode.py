@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from rfcli.constraints import settings_check
 from rfcli.encoder import Encoder
@@ -16,8 +18,15 @@ from rfcli.encoder_fit import EncoderFitter, EncodeSettings
 from rfcli.engines import open_engine
 from rfcli.errors import InputError, ParameterTypeError, UsageError, check_int
 from rfcli.io import location
-from rfcli.io.arrays import unnamed_hint
-from rfcli.io.readers import ReadSettings, Selection, attach_label, open_source, select_columns
+from rfcli.io.columns import missing_columns
+from rfcli.io.readers import (
+    CSV_SUFFIXES,
+    ReadSettings,
+    Selection,
+    attach_label,
+    open_source,
+    select_columns,
+)
 from rfcli.io.sources import Source
 from rfcli.io.store import FeatureStore, StoreWriter, partial_path, prepare_output
 from rfcli.progress import NullProgress, Progress
@@ -31,6 +40,10 @@ class EncodeResult:
     encoder: Encoder
     skipped_columns: list[str]
     fit_seconds: float = 0.0
+    #: what the encode said as it went (what a resume continued, or why it started over)
+    notes: list[str] = field(default_factory=list)
+    #: rows kept from the partial store of an interrupted encode (``resume``), else 0
+    resumed_rows: int = 0
 
     @property
     def rows_per_s(self) -> float:
@@ -43,7 +56,7 @@ def default_output(path) -> str:
     if path == "-":
         raise UsageError("reading from stdin ('-'): give the output store (output)")
     base = path.rstrip("/")
-    for ext in (".parquet", ".pq", ".csv.gz", ".csv", ".tsv", ".txt", ".zarr"):
+    for ext in (".parquet", ".pq", *sorted(CSV_SUFFIXES, key=len, reverse=True), ".zarr"):
         if base.lower().endswith(ext):
             base = base[: -len(ext)]
             break
@@ -65,6 +78,7 @@ def encode(
     engine: str = "local",
     dask=None,
     progress: Progress | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> EncodeResult:
     """Encode ``input_path`` into a store: a path (Parquet/CSV/Zarr, ``-`` for stdin CSV)
     or in-memory data (a 2-D NumPy array, whose columns are ``x0..``, a pandas DataFrame,
@@ -81,7 +95,10 @@ def encode(
     An interruption (KeyboardInterrupt) keeps the partial store ``OUTPUT.partial`` up to its
     last checkpoint and raises :class:`~rfcli.errors.Interrupted`; ``resume=True`` continues
     it (after a crash or kill too) when the input and settings are the same, giving a store
-    byte-identical to an uninterrupted run.
+    byte-identical to an uninterrupted run; a setting that differs is refused by name
+    (:class:`ResumeMismatch`), and without a partial store the encode starts from the first
+    row.  What it resumed (or why it started over) is in the result's ``notes``, and
+    passed to ``note`` (a function taking a line of text) as it happens.
 
     ``memory`` (bytes) bounds the working arrays: the chunk size is derived from it (never
     above ``read.chunk_rows``); chunking never changes the output.
@@ -112,12 +129,15 @@ def encode(
         readable = location.is_path(data) and data != "-"
         readable = readable and (location.exists(data) or "*" in data)
         key = resume_key(data, settings, read, ref) if readable else None
-        writer = None
-        if resume and os.path.isdir(partial_path(output)):
-            writer = StoreWriter.resume(output, key, overwrite=overwrite)
+        notes = Notes(note)
+        writer = resumed(output, key, overwrite, notes) if resume else None
         needs_pass = planner is not None and planner.n_passes > 0
-        source = open_source(data, read.fmt, spool_stdin=needs_pass)
+        source = open_source(data, read.fmt, spool_stdin=needs_pass, delimiter=read.delimiter)
         try:
+            if writer is not None:
+                of = f" of {source.num_rows:,}" if source.num_rows is not None else ""
+                notes(f"resuming {writer.tmp}: {writer.n_rows:,} rows kept, encoding from row "
+                      f"{writer.n_rows:,}{of}")  # fmt: skip
             eng.check_source(source)
             # the map and a chunk per thread must fit --memory, or the physical memory
             read = _budget_chunks(read, source, planner, ref, memory, eng.threads)
@@ -134,7 +154,108 @@ def encode(
             path = eng.write_store(source, sel, read, encoder, writer)
         finally:
             source.close()
-    return EncodeResult(path, writer.n_rows, time.perf_counter() - t0, encoder, sel.skipped, t_fit)
+    return EncodeResult(path, writer.n_rows, time.perf_counter() - t0, encoder, sel.skipped, t_fit,
+                        notes.lines, notes.resumed)  # fmt: skip
+
+
+class Notes:
+    """The lines a job says as it goes: kept, and passed to ``note`` when given."""
+
+    def __init__(self, note: Callable[[str], None] | None = None):
+        self.note, self.lines, self.resumed = note, [], 0
+
+    def __call__(self, text: str) -> None:
+        self.lines.append(text)
+        if self.note is not None:
+            self.note(text)
+
+
+class ResumeMismatch(UsageError):
+    """``resume`` refused: the partial store was started with another input or other
+    settings; ``differences`` lists them as (setting, value then, value now), settings
+    named by their parameter (``n_features``, ``read.label``, ``map_options.tol``; ``input``
+    for the input file)."""
+
+    def __init__(self, partial: str, differences: list[tuple[str, Any, Any]]):
+        self.partial, self.differences = partial, differences
+        super().__init__(self.text())
+
+    def text(self, names: Callable[[str], str] = lambda name: name, again: str = "resume") -> str:
+        """The message, each setting named by ``names`` (the command line: its flags)."""
+        said = []
+        for name, then, now in self.differences:
+            if name == "input files":
+                said.append("the input changed since (its size or modification time)")
+            else:
+                said.append(f"{names(name)} was {_value(then)}, now {_value(now)}")
+        what = "; ".join(said) or "another input or other settings"
+        return (
+            f"{self.partial} was started with other settings: {what}; run the same encode as "
+            f"the interrupted one to continue it, or without {again} to start over"
+        )
+
+
+def _value(v) -> str:
+    if v is None:
+        return "not given"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def resumed(output: str, key: dict | None, overwrite: bool, notes: Notes) -> StoreWriter | None:
+    """The writer that continues the partial store of an interrupted encode of ``output``
+    (``resume``); None, with a note saying why, when the encode starts from the first row:
+    no partial store, or one with no rows kept yet.  A partial store started with other
+    settings is refused by name (:class:`ResumeMismatch`)."""
+    partial = partial_path(output)
+    if not os.path.isdir(partial):
+        notes(f"resume: no partial store {partial} to continue (no interrupted encode left "
+              "one): encoding from the first row")  # fmt: skip
+        return None
+    _check_resume_key(partial, key)
+    writer = StoreWriter.resume(output, key, overwrite=overwrite)
+    if writer is None:
+        notes(f"resume: {partial} kept no rows (interrupted before its first checkpoint): "
+              "encoding from the first row")  # fmt: skip
+    else:
+        notes.resumed = writer.n_rows
+    return writer
+
+
+def _check_resume_key(partial: str, key: dict | None) -> None:
+    """Refuse a partial store whose recorded resume key differs from ``key``, naming the
+    settings that differ (a store that cannot be read is left to the writer to refuse)."""
+    from rfcli.io.store.format import ATTR
+    from rfcli.io.store.nodes import open_nodes
+
+    try:
+        then = open_nodes(partial, remote=False, create=False).attrs()[ATTR].get("resume_key")
+    except Exception:  # unreadable: StoreWriter.resume says why
+        return
+    if then == key:
+        return
+    if not isinstance(then, dict) or not isinstance(key, dict):
+        raise ResumeMismatch(partial, [])
+    diffs: list[tuple[str, Any, Any]] = []
+    if then.get("input") != key.get("input"):
+        diffs.append(("input", then.get("input"), key.get("input")))
+    elif then.get("files") != key.get("files"):
+        diffs.append(("input files", None, None))
+    for group, prefix in (("settings", ""), ("read", "read."), ("like", "like")):
+        a, b = then.get(group), key.get(group)
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            if a != b:
+                diffs.append((prefix or group, a, b))
+            continue
+        for name in sorted(set(a) | set(b)):
+            x, y = a.get(name), b.get(name)
+            if x == y:
+                continue
+            if isinstance(x, dict) and isinstance(y, dict):  # map_options: by option
+                diffs += [(f"{prefix}{name}.{k}", x.get(k), y.get(k))
+                          for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]  # fmt: skip
+            else:
+                diffs.append((f"{prefix}{name}", x, y))
+    raise ResumeMismatch(partial, diffs)
 
 
 def fit_encoder(
@@ -157,7 +278,8 @@ def fit_encoder(
     data, read = attach_label(input_path, y, read)
     _check_args(threads, read, False, data)
     with open_engine(engine, dask, progress or NullProgress(), threads) as eng:
-        source = open_source(for_engine(eng, data), read.fmt, spool_stdin=True)
+        source = open_source(for_engine(eng, data), read.fmt, spool_stdin=True,
+                             delimiter=read.delimiter)  # fmt: skip
         try:
             eng.check_source(source)
             return fit_on_source(eng, source, settings, read)[0]
@@ -211,11 +333,8 @@ def select_like(
     encoder = ref.encoder if store is not None else ref
     missing = [c for c in encoder.columns if c not in source.names]
     if missing:
-        of = f"the store {store.path}" if store is not None else "the encoder"
-        raise InputError(
-            f"{input_path}: column(s) {', '.join(missing[:8])} of {of} are missing from the "
-            f"input{unnamed_hint(source)}"
-        )
+        of = f"of the store {store.path}" if store is not None else "of the encoder"
+        raise InputError(missing_columns(missing, of, input_path, source))
     ref_label = ((store.label_info if store else None) or {}).get("name")
     label = read.label or (ref_label if ref_label in source.names else None)
     known = store.meta.get("ids", []) if store is not None else []
@@ -264,10 +383,13 @@ def resume_key(
     settings: EncodeSettings,
     read: ReadSettings,
     ref: FeatureStore | Encoder | None,
-) -> str:
+) -> dict:
     """What an encode must share with an interrupted one to continue its partial store:
     the input file (name, size, modification time) and every setting that changes the
-    output (not chunk size or threads, which never do)."""
+    output (not chunk size or threads, which never do).  A JSON object (recorded in the
+    partial store until it completes): a digest of it all, the input, a digest of its
+    files, and the settings themselves (so that a refusal names the setting that
+    differs)."""
     import hashlib
     import json
     from dataclasses import asdict
@@ -288,8 +410,12 @@ def resume_key(
         "read": {k: v for k, v in asdict(read).items() if k != "chunk_rows"},
         "like": None if ref is None else _fingerprint(ref),
     }
-    blob = json.dumps(ident, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:32]
+    blob = json.dumps(ident, sort_keys=True, default=str)
+    plain = json.loads(blob)  # as the store's JSON gives it back (tuples as lists, ...)
+    files = json.dumps(plain["files"]).encode()
+    return {"key": hashlib.sha256(blob.encode()).hexdigest()[:32], "input": plain["input"],
+            "files": hashlib.sha256(files).hexdigest()[:16], "settings": plain["settings"],
+            "read": plain["read"], "like": plain["like"]}  # fmt: skip
 
 
 def _reference(like) -> FeatureStore | Encoder | None:
@@ -308,6 +434,7 @@ def _fingerprint(ref: FeatureStore | Encoder) -> str:
 
 __all__ = [
     "EncodeResult",
+    "ResumeMismatch",
     "EncodeSettings",
     "ReadSettings",
     "default_output",

@@ -49,13 +49,15 @@ def evaluate(
     engine: str = "local",
     dask=None,
     on_nan: str = "error",
+    delimiter: str | None = None,
 ) -> dict[str, Any]:
     """Metrics of a model (a model file, or a :class:`~rfcli.jobs.result.TrainResult`) on a
     store or raw data with the training label column: a path, or in-memory data (a 2-D
     NumPy array, a pandas DataFrame, a pyarrow Table) with that column or with the labels
     ``y`` given apart.  On a Dask cluster with ``engine="dask"``: the counts and sums of
     slices are added up.  ``on_nan``: rows of raw data with NaN/inf features: ``error``,
-    ``zero``, or ``drop`` (local engine)."""
+    ``zero``, or ``drop`` (local engine); ``delimiter``: of CSV input (default: a tab for
+    .tsv/.tab names, else a comma)."""
     check_on_nan(on_nan, engine)
     model, encoder, meta = open_model(model_path)
     progress = progress or NullProgress()
@@ -77,9 +79,9 @@ def evaluate(
                 raise InputError(f"{where}: no label column {label!r} (the model's label): give "
                                  f"the labels as y{unnamed_hint(test_path)}")  # fmt: skip
         data = RawData.open(test_path, encoder, model.normalized, label, require_label=True,
-                            on_nan=on_nan)  # fmt: skip
+                            on_nan=on_nan, delimiter=delimiter)  # fmt: skip
     targets = model.targets
-    with open_engine(engine, dask, progress) as eng:
+    with data, open_engine(engine, dask, progress) as eng:
         acc, nlpd = eng.passes(data).reduce(
             _evaluate_pass, model, location.normalize(where), title="evaluating"
         )

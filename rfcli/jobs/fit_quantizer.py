@@ -45,7 +45,7 @@ def fit_quantizer_on_input(
     read = settings_check(read, ReadSettings, "read")
     progress = progress or NullProgress()
     encoder = load_encoder(map_path)
-    source = open_source(input_path, read.fmt)
+    source = open_source(input_path, read.fmt, delimiter=read.delimiter)
     try:
         missing = [c for c in encoder.columns if c not in source.names]
         if missing:

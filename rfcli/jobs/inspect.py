@@ -30,8 +30,14 @@ def encoder_fields(enc: Encoder) -> dict[str, Any]:
 
 
 def store_summary(store: FeatureStore) -> dict[str, Any]:
+    """A store's fields; ``rows`` of an incomplete store (the partial store of an
+    interrupted encode) are the rows it keeps (``rows_committed``: what a resume
+    continues from, and the interruption's message said), whatever shape its arrays have
+    until the encode completes."""
     enc = store.encoder
     n, m = store.n_rows, store.n_features
+    if not store.complete and "rows_committed" in store.meta:
+        n = int(store.meta["rows_committed"] or 0)
     on_disk = store.nbytes_on_disk()
     float32_bytes = n * m * 4
     label = store.label_info

@@ -17,6 +17,7 @@ from rfcli.encoder import Encoder
 from rfcli.engines import open_engine
 from rfcli.errors import InputError, ParameterTypeError, UsageError, did_you_mean
 from rfcli.io import location
+from rfcli.io.columns import not_found
 from rfcli.io.settings import check_on_nan
 from rfcli.io.writers import TableWriter, output_format
 from rfcli.jobs.result import TrainResult
@@ -71,6 +72,7 @@ def predict(
     engine: str = "local",
     dask=None,
     on_nan: str = "error",
+    delimiter: str | None = None,
 ) -> PredictResult | dict[str, np.ndarray]:
     """Predictions of a model (a model file, or a :class:`~rfcli.jobs.result.TrainResult`)
     for a store or raw data (a path, or in-memory data: a 2-D NumPy array, a pandas
@@ -82,7 +84,8 @@ def predict(
     not have is refused.  ``on_nan``: rows of raw input with NaN/inf features: ``error``,
     ``zero``, or ``drop`` (local engine; the output then has fewer rows than the input).
     ``engine="dask"``: slices of rows are predicted on a Dask cluster and written here in
-    row order (the same batches as locally: the same output bytes)."""
+    row order (the same batches as locally: the same output bytes).  ``delimiter``: of CSV
+    input (default: a tab for .tsv/.tab names, else a comma)."""
     check_on_nan(on_nan, engine)
     fmt = output_format(output) if output is not None else "memory"  # a bad extension: at once
     ids = list(ids or [])
@@ -91,7 +94,14 @@ def predict(
                          "need .parquet or .csv")  # fmt: skip
     model, encoder, meta = open_model(model_path)
     progress = progress or NullProgress()
-    data = _open(input_path, encoder, model, ids, on_nan)
+    with _open(input_path, encoder, model, ids, on_nan, delimiter) as data:
+        return _predict(data, model, input_path, output=output, fmt=fmt, ids=ids,
+                        overwrite=overwrite, progress=progress, engine=engine,
+                        dask=dask)  # fmt: skip
+
+
+def _predict(data, model, input_path, *, output, fmt, ids, overwrite, progress, engine, dask):
+    """The predictions of :func:`predict` on the open input ``data``."""
     keep = _id_columns(data, location.name(input_path), ids) if fmt != "npy" else []
     targets = model.targets
     names = ["prediction", *(["std"] if hasattr(model, "std") else [])]
@@ -144,12 +154,13 @@ class _InMemory:
         return {n: np.concatenate([p[n] for p in self.parts]) for n in names}
 
 
-def _open(path, encoder, model, ids: list[str], on_nan: str):
+def _open(path, encoder, model, ids: list[str], on_nan: str, delimiter: str | None = None):
     """The store or raw input to predict on (raw input, a path or in-memory data: with
-    ``ids`` and ``on_nan``)."""
+    ``ids``, ``on_nan`` and ``delimiter``)."""
     if location.is_store(path):
         return open_data(path, encoder, model.normalized, None)
-    return RawData.open(path, encoder, model.normalized, None, ids, on_nan=on_nan)
+    return RawData.open(path, encoder, model.normalized, None, ids, on_nan=on_nan,
+                        delimiter=delimiter)  # fmt: skip
 
 
 def _id_columns(data, path: str, ids: list[str]) -> list[str]:
@@ -171,10 +182,7 @@ def _id_columns(data, path: str, ids: list[str]) -> list[str]:
                     f"{where} has no id column {name!r}{did_you_mean(name, have)} (its id "
                     f"columns: {listed}; encode the data with the ids to carry them)"
                 )
-            raise InputError(
-                f"{where} id column {name!r} not found{did_you_mean(name, have)} "
-                f"(columns: {', '.join(have[:20])}{', ...' if len(have) > 20 else ''})"
-            )
+            raise InputError(not_found(path, "id", name, have))
     if isinstance(data, RawData):
         missing = [i for i in ids if i not in data.sel.ids]
         if missing:  # pragma: no cover - RawData.open keeps every id the input has

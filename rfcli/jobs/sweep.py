@@ -58,7 +58,7 @@ def sweep(
     train_settings = settings_check(train_settings, TrainSettings, "train_settings")
     progress = progress or NullProgress()
     for path in (train_path, test_path):  # both readable, with the label: before any work
-        source = open_source(path, read.fmt)
+        source = open_source(path, read.fmt, delimiter=read.delimiter)
         try:
             select_columns(source, read.columns, read.label, read.ids)
         finally:

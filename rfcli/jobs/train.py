@@ -170,7 +170,7 @@ def _training_store(data, output, read, encode, y, engine, progress, threads):
         raise UsageError("training on raw input needs its label: read.label (a column) or y")
     encode = encode or EncodeSettings()
     with open_engine("local", progress=progress, threads=threads) as eng:
-        source = open_source(for_engine(eng, data), read.fmt)
+        source = open_source(for_engine(eng, data), read.fmt, delimiter=read.delimiter)
         if output is not None:  # refused before any pass
             check_one_output(getattr(source, "widths", {}).get(read.label, 1))
         encoder, sel = fit_on_source(eng, source, encode, read)

@@ -308,7 +308,7 @@ def _fit_input(path, s: GPRSettings, read: ReadSettings, eng, report, clock):
     label = read.label
     if label is None:
         raise UsageError("GPR on raw input needs label (the regression target column)")
-    source = open_source(path, read.fmt, spool_stdin=True)
+    source = open_source(path, read.fmt, spool_stdin=True, delimiter=read.delimiter)
     try:
         eng.check_source(source)
         fit, passes = fit_source(source, s, read, eng, report, clock)

@@ -19,7 +19,8 @@ from rfcli.encoder import EncodedChunk, Encoder
 from rfcli.engines.base import pass_groups
 from rfcli.errors import InputError, ParameterTypeError
 from rfcli.io import location
-from rfcli.io.arrays import ArraySource, unnamed_hint
+from rfcli.io.arrays import ArraySource
+from rfcli.io.columns import missing_columns, not_found
 from rfcli.io.readers import iter_chunks, open_source, read_range, select_columns
 from rfcli.io.sources import ParquetSource
 from rfcli.io.store import FeatureStore
@@ -199,6 +200,15 @@ class StoreData:
             for _ in self._items(0, self.n_rows):
                 pass
 
+    def close(self) -> None:
+        """Nothing to close (a store is read by path); :class:`RawData` closes its input."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def labels(self) -> Iterator[tuple[int, np.ndarray]]:
         """(row0, label values) per chunk, without decoding features."""
         if self.label_name is None:
@@ -279,26 +289,46 @@ class RawData:
         fmt: str | None = None,
         require_label: bool = False,
         on_nan: str = "error",
+        delimiter: str | None = None,
     ) -> RawData:
         """The input at ``path`` with the columns ``encoder`` needs (refused when some are
         missing), its ``label`` column when it has one (required with ``require_label``) and
-        whichever of ``ids`` it has."""
-        source = open_source(path, fmt)
+        whichever of ``ids`` it has.  Close it (or use it in a ``with``) when done."""
+        source = open_source(path, fmt, delimiter=delimiter)
+        try:
+            return cls._select(source, encoder, normalized=normalized, label=label, ids=ids,
+                               chunk_rows=chunk_rows, require_label=require_label,
+                               on_nan=on_nan)  # fmt: skip
+        except BaseException:
+            source.close()
+            raise
+
+    @classmethod
+    def _select(cls, source, encoder, *, normalized, label, ids, chunk_rows, require_label,
+                on_nan) -> RawData:  # fmt: skip
         path = source.path  # in-memory data: its description
         missing = [c for c in encoder.columns if c not in source.names]
         if missing:
-            raise InputError(
-                f"{path}: column(s) {', '.join(map(repr, missing[:8]))} the model's map needs "
-                f"are missing{unnamed_hint(source)}"
-            )
+            raise InputError(missing_columns(missing, "that the model's map needs", path, source))
         if label is not None and label not in source.names:
             if require_label:
-                raise InputError(f"{path}: label column {label!r} not found")
+                raise InputError(not_found(path, "label", label, source.names, source.numeric))
             label = None
         ids = [i for i in (ids or []) if i in source.names]
         sel = select_columns(source, encoder.columns, label, ids)
         return cls(source, sel, encoder, normalized=normalized, chunk_rows=chunk_rows,
                    on_nan=on_nan)  # fmt: skip
+
+    def close(self) -> None:
+        """Close the input (a CSV spool file is removed)."""
+        if self.source is not None:
+            self.source.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def slice(self, start: int, stop: int, path: str | None = None) -> RawData:
         """Rows ``start .. stop-1`` of a Parquet input, to be sent to a worker (which opens

@@ -161,6 +161,50 @@ def _nan_letter(d):
     return p
 
 
+def _wide_csv(d, name="wide.csv", cell=None, sep=","):
+    """30 numeric columns x0..x28 and a label column 'target', 400 rows; ``cell``: (row,
+    column, text) written over one cell."""
+    rng = np.random.default_rng(0)
+    names = [f"x{j}" for j in range(29)] + ["target"]
+    rows = [[f"{v:.3f}" for v in r] + [str(int(r[0] > 0))] for r in rng.normal(size=(400, 29))]
+    if cell is not None:
+        rows[cell[0]][names.index(cell[1])] = cell[2]
+    return _write(d, name, "\n".join(sep.join(r) for r in [names, *rows]) + "\n")
+
+
+def _wide_store(d):
+    """A store of the 30 columns of :func:`_wide_csv` (label 'target')."""
+    out = os.path.join(SHARED or d, "wide.zarr")
+    if not os.path.exists(out):
+        src = _wide_csv(SHARED or d)
+        run(["encode", src, "-o", out, "--label", "target", "-m", "16"], check=True)
+    return out
+
+
+def _partial(d, name="p.zarr", rows=400, args=None):
+    """The partial store of an interrupted encode of ``name`` (a copy of the shared store
+    cut to ``rows`` kept rows); with ``args`` (an encode command line), recorded as started
+    by that command (its resume key)."""
+    dst = os.path.join(d, name)
+    key = None
+    if args is not None:
+        from rfcli.cli import cli
+        from rfcli.cli.encode import _encode_settings, _read_settings
+        from rfcli.jobs.encode import resume_key
+
+        params = cli.get_command(None, "encode").make_context("encode", list(args)).params
+        key = resume_key(args[0], _encode_settings(params), _read_settings(params), None)
+    shutil.copytree(_store(d), dst + ".partial")
+    _edit_meta(dst + ".partial", complete=False, rows_committed=rows, resume_key=key)
+    return dst
+
+
+def _resume_other(d):
+    src = os.path.join(SHARED or d, "small.parquet")
+    out = _partial(d, args=[src, "--label", "label", "-m", "32"])
+    return ["encode", src, "-o", out, "--label", "label", "-m", "64", "--resume"]
+
+
 def _needs_no_matplotlib(d):
     import importlib.util
 
@@ -376,6 +420,31 @@ CASES = [
     Case("sweep-keep-no-workdir", "sweep --keep without --workdir (kept where?)",
          lambda d: ["sweep", LETTER, LETTER_TEST, "--model", "svm", "--label", "label",
                     "--keep"]),
+    # issue 28: messages that say what to do
+    Case("like-columns-many", "encode --like a store of 29 feature columns the input lacks",
+         lambda d: ["encode", _write(d, "few.csv", "f0,f1\n1,2\n"), "-o", _o(d),
+                    "--like", _wide_store(d)]),
+    Case("text-cell", "a column of numbers with one text cell ('abc' at data row 300)",
+         lambda d: ["encode", _wide_csv(d, cell=(300, "x3", "abc")), "-o", _o(d),
+                    "--label", "target"]),
+    Case("na-cell-line", "'n/a' in a CSV feature: named by its file line",
+         lambda d: ["encode", _wide_csv(d, cell=(300, "x3", "n/a")), "-o", _o(d),
+                    "--label", "target"]),
+    Case("train-raw-svm", "train raw CSV --model svm --label (encode it first)",
+         lambda d: ["train", _letter_csv(d), "--model", "svm", "--label", "label",
+                    "-o", _o(d, "m.npz")]),
+    Case("label-not-found-wide", "--label label where the label is 'target' (30 columns)",
+         lambda d: ["encode", _wide_csv(d), "-o", _o(d), "--label", "label"]),
+    Case("delimiter-hint", "a tab-separated .txt read as comma CSV (predict)",
+         lambda d: ["predict", _model(d), _wide_csv(d, "wide.txt", sep="\t")]),
+    Case("delimiter-bad", "--delimiter of two characters",
+         lambda d: ["encode", LETTER_TEST, "-o", _o(d), "--delimiter", ";;"]),
+    Case("delimiter-store", "predict --delimiter on a store (not CSV)",
+         lambda d: ["predict", _model(d), _store(d), "--delimiter", "tab"]),
+    Case("resume-other-settings", "--resume of a partial store started with another -m",
+         _resume_other),
+    Case("inspect-partial", "inspect the partial store of an interrupted encode",
+         lambda d: ["inspect", _partial(d) + ".partial"]),
 ]  # fmt: skip
 
 

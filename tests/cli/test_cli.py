@@ -68,7 +68,7 @@ def test_encode_inspect_decode(tmp_path, letter_small):
     r = invoke("decode", store, "-o", "-", "--normalized")
     assert r.exit_code == 0
     lines = r.stdout.strip().splitlines()
-    assert len(lines) == 601 and lines[0].startswith('"label","f0"')
+    assert len(lines) == 601 and lines[0].startswith("label,f0,")
 
 
 def test_fit_quantizer_empirical_cli(tmp_path, letter_small):

@@ -54,7 +54,7 @@ def test_gpr_raw_and_store_agree(tmp_path):
     assert b["mse"] == np.float64(a["mse"]) or abs(b["mse"] / a["mse"] - 1) < 1e-3
     assert a["r2"] > 0.8
     out = invoke("predict", tmp_path / "raw.npz", QUAKES_TE, "-o", "-").stdout.splitlines()
-    assert out[0] == '"prediction","std"' and len(out) == 401
+    assert out[0] == "prediction,std" and len(out) == 401
     assert all(float(line.split(",")[1]) > 0 for line in out[1:])
 
 

@@ -35,7 +35,7 @@ def test_train_evaluate_predict_json(stores, letter_small):
     assert "accuracy" in r.stdout
     r = invoke("predict", d / "krr.npz", letter_small, "-o", "-")
     lines = r.stdout.strip().splitlines()
-    assert lines[0] == '"prediction"' and len(lines) == 601
+    assert lines[0] == "prediction" and len(lines) == 601
     r = invoke("train", tr, "--model", "svm", "-C", "1", "--max-iter", "50", "-o", d / "svm.npz")
     assert r.exit_code == 0 and "iterations" in r.stderr
 
@@ -92,7 +92,7 @@ def test_sweep_small(tmp_path, letter_small):
     )
     assert r.exit_code == 0, r.output
     text = out.read_text().splitlines()
-    assert len(text) == 3 and text[0].startswith('"model","quantizer","bits"')
+    assert len(text) == 3 and text[0].startswith("model,quantizer,bits")
 
 
 def test_train_shows_the_selection(stores, monkeypatch):

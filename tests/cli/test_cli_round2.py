@@ -114,7 +114,7 @@ def test_predict_npy_of_raw_input_and_stdout_csv(data, tmp_path):
     np.testing.assert_array_equal(raw, np.load(tmp_path / "store.npy"))
     r = ok("predict", model, data["test.int"], "--id", "name", "-o", "-")
     head = r.stdout.splitlines()[:2]
-    assert head[0] == '"name","prediction"' and head[1].split(",")[1].isdigit()
+    assert head[0] == "name,prediction" and head[1].split(",")[1].isdigit()
 
 
 def test_predict_ids(data, tmp_path):

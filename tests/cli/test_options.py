@@ -111,6 +111,7 @@ CASES = [
          "--threads applies to the local engine"),
     Case("encode", "resume", _encode("--engine", "dask", "--resume"),
          "--resume is for the local engine"),
+    Case("encode", "delimiter", _encode("--delimiter", "tab"), "applies to CSV input, not parquet"),
     Case("encode", "scheduler", _encode("--scheduler", "tcp://h:1"), "applies to --engine dask"),
     Case("encode", "workers", _encode("--workers", "3"), "applies to --engine dask"),
     Case("encode", "workers", _encode("--engine", "dask", "--scheduler", "tcp://h:1",
@@ -121,6 +122,7 @@ CASES = [
          "applies to --alpha auto"),
     *[Case("train", n, _train("gpr", *a), STORE) for n, a in [
         ("label", ["--label", "y"]), ("on_nan", ["--on-nan", "zero"]),
+        ("delimiter", ["--delimiter", ";"]),
         ("standardize", ["--no-standardize"]), ("gp_features", ["--gp-features", "rff"]),
         ("n_features", ["-m", "64"]), ("gp_kernel", ["--gp-kernel", "matern32"]),
         ("kernel_tol", ["--kernel-tol", "0.01"]), ("nodes", ["--nodes", "16"]),
@@ -145,6 +147,10 @@ CASES = [
     # predict, evaluate: raw input only, the modes of evaluate, stdout
     Case("predict", "on_nan", lambda d: [d["model"], d["store"], "--on-nan", "zero"],
          "applies to raw input, not a store"),
+    Case("predict", "delimiter", lambda d: [d["model"], d["store"], "--delimiter", ";"],
+         "applies to raw input, not a store"),
+    Case("predict", "delimiter", lambda d: [d["model"], LETTER_TEST, "--delimiter", ";"],
+         "applies to CSV input, not parquet"),
     Case("predict", "overwrite", lambda d: [d["model"], LETTER_TEST, "--overwrite"],
          "not stdout"),
     Case("predict", "scheduler", lambda d: [d["model"], LETTER_TEST, "--scheduler", "tcp://h:1"],
@@ -159,7 +165,10 @@ CASES = [
          "applies to raw input, not a store"),
     *[Case("evaluate", n, lambda d, a=a: ["--kernel-error", d["store"], "--data", LETTER, *a],
            "applies to evaluating a model") for n, a in [
-        ("on_nan", ["--on-nan", "zero"]), ("engine", ["--engine", "dask"])]],
+        ("on_nan", ["--on-nan", "zero"]), ("delimiter", ["--delimiter", ";"]),
+        ("engine", ["--engine", "dask"])]],
+    Case("evaluate", "delimiter", lambda d: [d["model"], d["store"], "--delimiter", ";"],
+         "applies to raw input, not a store"),
     Case("evaluate", "scheduler", lambda d: [d["model"], LETTER_TEST, "--scheduler", "tcp://h:1"],
          "applies to --engine dask"),
     Case("evaluate", "workers", lambda d: [d["model"], LETTER_TEST, "--workers", "3"],
@@ -273,7 +282,7 @@ def _report(path):
     return json.loads(invoke("inspect", path, "--json").stdout)["report"]
 
 
-def test_train_old_spellings_give_the_same_model(tmp_path):
+def test_train_old_spellings_give_the_same_model(tmp_path, data):
     new, old = tmp_path / "new.npz", tmp_path / "old.npz"
     r = invoke("train", QUAKES, *RFF_FAST, "--gp-features", "rff", "--gp-kernel", "matern32",
                "-o", new)  # fmt: skip
@@ -294,9 +303,13 @@ def test_train_old_spellings_give_the_same_model(tmp_path):
     line = one_line_error(invoke("train", QUAKES, *RFF_FAST, "--features", "rff",
                                  "--gp-features", "rff", "-o", tmp_path / "x.npz"))  # fmt: skip
     assert "--features is the old spelling of --gp-features" in line
-    line = one_line_error(invoke("train", QUAKES, "--model", "svm", "--kernel", "matern32",
-                                 "-o", tmp_path / "x.npz"))  # fmt: skip
+    line = one_line_error(invoke("train", data["store"], "--model", "svm", "--kernel",
+                                 "matern32", "-o", tmp_path / "x.npz"))  # fmt: skip
     assert "--kernel is for gpr, not --model svm" in line
+    # on raw input, first of all: encode it (its label named, as train --label gave it)
+    line = one_line_error(invoke("train", QUAKES, "--model", "svm", "--label", "y", "-o",
+                                 tmp_path / "x.npz"))  # fmt: skip
+    assert "encode it first: `rfcli encode " in line and "--label y -o " in line
 
 
 def test_train_gpr_tol_is_the_old_spelling_of_kernel_tol(tmp_path):
