@@ -85,7 +85,7 @@ def missing_columns(missing: Sequence[str], of: str, where: str, source=None) ->
     input, whose own columns are listed, with the hints of a NumPy array without names and
     of a CSV header split at another delimiter)."""
     if len(missing) == 1:
-        text = f"column {missing[0]} {of} is missing from {where}"
+        text = f"column {missing[0]!r} {of} is missing from {where}"
     else:
         text = f"{count(len(missing))} {of} are missing from {where}: {name_list(missing)}"
     if source is None:

@@ -7,7 +7,7 @@ import pytest
 
 import rfcli
 from rfcli.errors import InputError, UsageError
-from rfcli.io.columns import candidates, name_list
+from rfcli.io.columns import candidates, missing_columns, name_list
 from rfcli.io.readers import ReadSettings, iter_chunks, open_source, select_columns
 from rfcli.io.sources import CsvSource
 from rfcli.io.writers import TableWriter
@@ -33,6 +33,11 @@ def test_name_list_counts_the_names_it_leaves_out_and_keeps_the_candidates():
     assert shown[-1] == "target" and len(shown) - 1 + n_more == len(names)  # less "... (n)"
     assert name_list(names[:5]) == "p0, p1, p2, p3, p4"
     assert candidates("label", names, label=True) == ["target"]
+    many = missing_columns(names[:64], "of the store s.zarr", "x.csv")
+    assert many == "64 columns of the store s.zarr are missing from x.csv: " + name_list(names[:64])
+    assert missing_columns(["p3"], "of the store s.zarr", "x.csv") == (
+        "column 'p3' of the store s.zarr is missing from x.csv"
+    )
 
 
 def test_a_text_cell_in_a_column_of_numbers_is_an_error_naming_line_and_text(tmp_path):
