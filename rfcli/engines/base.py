@@ -40,8 +40,8 @@ def pass_groups(n_rows: int | None, step: int) -> list[tuple[int, int]]:
 
     >>> pass_groups(25, 10)
     [(0, 10), (10, 20), (20, 25)]
-    >>> pass_groups(100, 10)[:3]
-    [(0, 10), (10, 20), (20, 40)]
+    >>> pass_groups(100, 10)
+    [(0, 10), (10, 20), (20, 30), (30, 50), (50, 60), (60, 70), (70, 80), (80, 100)]
     """
     if n_rows is None:
         return [(0, -1)]
