@@ -388,13 +388,11 @@ def _read_settings(o: dict) -> ReadSettings:
     return settings_from(ReadSettings, o, columns=flatten(o["columns"]), ids=list(o["ids"]))
 
 
-#: column names that usually hold a label: encoded as features without --label, say so
-LABEL_LIKE = ("label", "labels", "y", "target", "class")
-
-
 def _report(ui, res, fitted: bool, gamma, label: str | None = None) -> None:
     """What was skipped, what was fitted on the input, and what was written (stderr)."""
     if label is None:
+        from rfcli.io.columns import LABEL_LIKE  # names that usually hold a label
+
         for c in res.encoder.columns:
             if c.lower() in LABEL_LIKE:
                 ui.info(f"note: column {c!r} is encoded as a feature; if it is the label, "
