@@ -147,9 +147,12 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     times (the least and the median time of each: the encode's runs are compared with
     the floor by the same statistic, the best with the best and the median with the median):
     reading the Parquet columns, the float32 GEMM (in the encoder's row blocks), adding the
-    phases and the cos, the quantizer's comparisons, the packing, the row norms, and
-    writing the packed bytes as new files (one per store chunk, in a new directory, as a
-    new store is written; the directory is removed between the repetitions, untimed)."""
+    random phases, the codes from the phase (reduction and comparisons: no cosine,
+    docs/store-format.md, Codes from the phase), the packing, the row norms, and writing
+    the packed bytes as new files (one per store chunk, in a new directory, as a new store
+    is written; the directory is removed between the repetitions, untimed).  The cosine
+    and its comparisons, which the encode no longer computes, are timed beside the floor
+    (``cosine``), not in it."""
     import pyarrow.parquet as pq
 
     from rfcli.encoder import BLOCK_ROWS
@@ -172,7 +175,8 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     q = make_quantizer("lm", bits)
     blocks = [X[i : i + BLOCK_ROWS] for i in range(0, n, BLOCK_ROWS)]
     z = blocks[0] @ W
-    zc = np.cos(z + tau)
+    t = z + tau
+    zc = np.cos(t)
     codes = q.codes(zc)
     packed = pack_codes(codes, bits)
     allp = np.tile(packed, (len(blocks), 1))[:n]
@@ -198,17 +202,19 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
         times = {
             "parquet read": times_of(read, reps),
             "GEMM": times_of(each(lambda b: b @ W), reps),
-            "phase + cos": times_of(each(lambda b: np.cos(np.add(z, tau, out=z), out=z)), reps),
-            "quantize": times_of(each(lambda b: q.codes(zc)), reps),
+            "add phases": times_of(each(lambda b: np.add(z, tau, out=z)), reps),
+            "codes from the phase": times_of(each(lambda b: q._phase_coder.codes(t)), reps),
             "pack": times_of(each(lambda b: pack_codes(codes, bits)), reps),
             "row norms": times_of(each(lambda b: q._row_norms(codes, packed)), reps),
             "write bytes": [write() for _ in range(reps)],
         }
+        cosine = times_of(each(lambda b: q.codes(np.cos(t, out=zc))), reps)
     shutil.rmtree(out, ignore_errors=True)
     steps = {k: min(v) for k, v in times.items()}
     medians = {k: statistics.median(v) for k, v in times.items()}
     return {"rows": n, "d": d, "reps": reps, "steps": steps, "sum": sum(steps.values()),
-            "steps_median": medians, "sum_median": sum(medians.values())}  # fmt: skip
+            "steps_median": medians, "sum_median": sum(medians.values()),
+            "cosine": {"least": min(cosine), "median": statistics.median(cosine)}}  # fmt: skip
 
 
 def encode_section(path: str, label: str, work: str, m: int = 2048, bits: int = 2,
@@ -267,6 +273,87 @@ def encode_section(path: str, label: str, work: str, m: int = 2048, bits: int = 
     }
     print(json.dumps(row), flush=True)
     return row
+
+
+#: the environment that turns AVX-512 off for NumPy's SIMD loops and OpenBLAS's kernels
+#: (X86_V4 is NumPy 2.4's name for the AVX-512 group; older NumPy ignores it)
+NO_AVX512 = {
+    "NPY_DISABLE_CPU_FEATURES": "AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL "
+    "AVX512_SPR X86_V4",
+    "OPENBLAS_CORETYPE": "Haswell",
+}
+
+_INPROC = """
+import json, os, shutil, statistics, sys, time, numpy as np, pyarrow.parquet as pq
+from numpy._core._multiarray_umath import __cpu_features__ as features
+from sklearn.kernel_approximation import RBFSampler
+import rfcli
+from rfcli import EncodeSettings
+from rfcli.maps.fourier import FourierMap
+path, label, work = sys.argv[1], sys.argv[2], sys.argv[3]
+m, bits, gamma, threads, reps = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), \
+    int(sys.argv[7]), int(sys.argv[8])
+t = pq.read_table(path)
+X = np.column_stack([t[c].to_numpy() for c in t.column_names if c != label]).astype(np.float32)
+del t
+out = os.path.join(work, "inproc.zarr")
+settings = EncodeSettings(n_features=m, bits=bits, gamma=gamma)
+def ours(phase):
+    FourierMap.cosine_phase = phase  # False: the cosine path (the encode before the phase codes)
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    rfcli.encode(X, out, settings, threads=threads)
+    return time.perf_counter() - t0
+def rbf():
+    t0 = time.perf_counter()
+    F = RBFSampler(n_components=m, gamma=gamma, random_state=0).fit(X).transform(X)
+    assert F.dtype == np.float32
+    return time.perf_counter() - t0
+sides = {"phase": lambda: ours(True), "cosine": lambda: ours(False), "rbf32": rbf}
+for f in sides.values():
+    f()  # warm: imports, first pages
+walls = {k: [] for k in sides}
+order = list(sides)
+for i in range(reps):  # in turns, the order rotating
+    for k in order[i % 3:] + order[: i % 3]:
+        walls[k].append(sides[k]())
+shutil.rmtree(out, ignore_errors=True)
+avx512 = sorted(k for k, v in features.items() if v and ("AVX512" in k or k == "X86_V4"))
+print(json.dumps({"rows": len(X), "d": X.shape[1], "m": m, "bits": bits, "threads": threads,
+                  "walls": walls, "median": {k: statistics.median(v) for k, v in walls.items()},
+                  "avx512_features": avx512,
+                  "env": {k: os.environ.get(k) for k in ("NPY_DISABLE_CPU_FEATURES",
+                                                          "OPENBLAS_CORETYPE")}}))
+"""
+
+
+def encode_in_process(path: str, label: str, work: str, m: int = 2048, bits: int = 2,
+                      gamma: float = 0.01, threads: int = 2, reps: int = 5,
+                      env: dict | None = None) -> dict:  # fmt: skip
+    """In one fresh process (with ``env`` added to its environment), warm: ``rfcli.encode``
+    of the in-memory float32 array into a new store (codes from the phase), the same encode
+    by the cosine path (``FourierMap.cosine_phase = False``: the encode before the codes
+    from the phase), and ``RBFSampler(float32).fit(X).transform(X)``, ``reps`` times each in
+    turns; the AVX-512 features NumPy still uses are recorded."""
+    cmd = [sys.executable, "-c", _INPROC, path, label, work, str(m), str(bits), str(gamma),
+           str(threads), str(reps)]  # fmt: skip
+    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if p.returncode:
+        raise SystemExit(f"the in-process encode failed:\n{p.stderr}")
+    row = json.loads(p.stdout.strip().splitlines()[-1])
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def encode_section_without_avx512(path: str, label: str, work: str, reps: int = 7) -> dict:
+    """:func:`encode_section` (the CLI, RBFSampler's processes, the floor) and
+    :func:`encode_in_process` in a process whose environment turns AVX-512 off
+    (:data:`NO_AVX512`): the encode rows as on a CPU with AVX2 only."""
+    cmd = [sys.executable, os.path.abspath(__file__), "encode", path, label, work, str(reps)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **NO_AVX512})
+    if p.returncode:
+        raise SystemExit(f"the encode section without AVX-512 failed:\n{p.stderr}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def _interpreter(reps: int) -> dict:
@@ -391,3 +478,11 @@ def selection_section(name: str, train: str, test: str, label: str, prep: list[s
     row = {"set": name, "model": model, "m": m, "rfcli": ours, "sklearn": sk}
     print(json.dumps(row, default=str), flush=True)
     return row
+
+
+if __name__ == "__main__":  # python bench/speed.py encode PATH LABEL WORK REPS (one JSON line)
+    if sys.argv[1:2] == ["encode"]:
+        p, lab, w, k = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+        sec = encode_section(p, lab, w, reps=k)
+        sec["in_process"] = encode_in_process(p, lab, w, reps=max(3, k // 2))
+        print(json.dumps(sec), flush=True)

@@ -102,7 +102,9 @@ class Encoder:
                 block = pad
             if phase:  # cosine features: the quantizer takes the phases (no cosine)
                 t, rs = self.fmap.transform_phase(block), None
-                p, nr = self.quantizer.encode_cosine_rows(t[lo - b0 : hi - b0], lo)
+                p, nr = self.quantizer.encode_cosine_rows(
+                    t[lo - b0 : hi - b0], lo, self.fmap.phase_bound(block)
+                )
             else:
                 z, rs = self.fmap.transform_raw(block)
                 p, nr = self.quantizer.encode_rows(z[lo - b0 : hi - b0], lo)

@@ -112,6 +112,11 @@ class FeatureMap:
         ``cosine_phase``)."""
         raise NotImplementedError(f"the {self.kind} map has no phases")
 
+    def phase_bound(self, X: np.ndarray) -> float | None:
+        """An upper bound on ``|transform_phase(X)|`` if the map knows one cheaply, else
+        None (it spares the phase codes a range check)."""
+        return None
+
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Full-precision features ``F(x)``, float32 (n, m): ``F(x).F(y)`` estimates k(x, y)."""
         z, row_scale = self.transform_raw(X)

@@ -125,6 +125,21 @@ class FourierMap(FeatureMap):
         Z += self.tau_
         return Z
 
+    def phase_bound(self, X) -> float:
+        """An upper bound on ``|t|`` over the phases of the rows X: ``max ||x|| max_j ||W_j||
+        + max tau`` (Cauchy-Schwarz), with d 2^-22 + 1e-3 of it to spare for the float32
+        GEMM's rounding (at most about d 2^-24 of ``sum |x_k W_kj| <= ||x|| ||W_j||``);
+        NaN or inf when X holds such values."""
+        X = np.asarray(X, dtype=np.float32)
+        key = id(self.W_)
+        if getattr(self, "_col_norm", (None,))[0] != key:
+            W = self.W_.astype(np.float64)
+            self._col_norm = (key, float(np.sqrt(np.einsum("ij,ij->j", W, W).max())))
+        sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        x = float(np.sqrt(sq.max())) if sq.size else 0.0
+        spare = 1.001 + X.shape[1] * 2.0**-22
+        return (x * self._col_norm[1] + float(np.max(self.tau_))) * spare
+
     def transform_raw(self, X):
         Z = self.transform_phase(X)
         np.cos(Z, out=Z)

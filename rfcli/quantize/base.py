@@ -146,15 +146,18 @@ class Quantizer:
         packed = pack_codes(codes, self.bits)
         return packed, self._row_norms(codes, packed)
 
-    def encode_cosine_rows(self, t: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def encode_cosine_rows(
+        self, t: np.ndarray, row0: int = 0, max_abs: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`encode_rows` of ``cos(t)`` for float32 phases ``t``.  A threshold quantizer
         finds its codes from the phase by comparisons, computing no cosine
         (:mod:`rfcli.quantize.phase`): the same codes except where the phase lies within
         float32 rounding of a border (docs/store-format.md, Codes from the phase).  Other
-        kinds (stochastic rounding, float features) quantize the cosine."""
+        kinds (stochastic rounding, float features) quantize the cosine.  ``max_abs``: a
+        bound on ``|t|``, if known (it spares a range check)."""
         if not self.threshold_codes:
             return self.encode_rows(np.cos(t), row0)
-        codes = self._phase_coder.codes(t)
+        codes = self._phase_coder.codes(t, max_abs)
         packed = pack_codes(codes, self.bits)
         return packed, self._row_norms(codes, packed)
 

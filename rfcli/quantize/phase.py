@@ -33,6 +33,7 @@ float32 rounding of cos (or of the reduction) of a border: measured in docs/stor
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import nullcontext
 
@@ -43,6 +44,8 @@ import numpy as np
 C1 = np.float32(float.fromhex("0x1.921p+2"))  # 6.2822265625
 C2 = np.float32(2.0 * np.pi - float(C1))
 KMAX = 2048
+#: phases of at most this size are within the reduction's range (|k| <= KMAX)
+RANGE = 2.0 * np.pi * (KMAX - 1)
 INV_2PI = np.float32(1.0 / (2.0 * np.pi))
 #: how far past pi an unfolded reduction can go (k off by one; see reduce_phase)
 FOLD_MARGIN = 0.01
@@ -64,7 +67,9 @@ def phase_borders(borders32: np.ndarray) -> np.ndarray:
     return a
 
 
-def reduce_phase(t: np.ndarray, out: np.ndarray, k: np.ndarray, fold: bool = True):
+def reduce_phase(
+    t: np.ndarray, out: np.ndarray, k: np.ndarray, fold: bool = True, check: bool = True
+):
     """``out = |t - 2 pi round(t / 2 pi)|`` (float32, within 2.0e-7 of the exact value for
     the float32 ``t``, 3.2e-7 where folded), by Cody-Waite reduction (module docstring);
     ``k`` is a work array of t's shape.  Returns None, or the boolean mask of the elements
@@ -73,12 +78,14 @@ def reduce_phase(t: np.ndarray, out: np.ndarray, k: np.ndarray, fold: bool = Tru
     ``k`` is rounded from the float32 ``t / 2 pi``, off by one where that lies within its
     rounding (below 1.3e-4) of a half-integer: there the result exceeds pi by up to 8e-4.
     ``fold`` replaces such a value ``d`` with ``2 pi - d`` (three more passes); without it,
-    only comparisons with a phase border above ``pi - FOLD_MARGIN`` can be wrong."""
+    only comparisons with a phase border above ``pi - FOLD_MARGIN`` can be wrong.
+    ``check=False`` skips the range check (two reductions): for phases known to lie within
+    ``RANGE``."""
     np.multiply(t, INV_2PI, out=k)
     np.rint(k, out=k)
     beyond = None
     # np.min/np.max propagate NaN: a NaN phase, too, makes the mask
-    if not (-KMAX <= np.min(k) and np.max(k) <= KMAX):
+    if check and not (-KMAX <= np.min(k) and np.max(k) <= KMAX):
         beyond = ~(np.abs(k) <= KMAX)
     # (infinite phases make NaN: the caller replaces those values)
     with np.errstate(invalid="ignore") if beyond is not None else nullcontext():
@@ -118,22 +125,23 @@ class PhaseCoder:
         #: fold past pi only when a border's phase is that close to pi (cos below -0.99995)
         self.fold = bool(np.any((self.a > np.pi - FOLD_MARGIN) & np.isfinite(self.a)))
 
-    def codes(self, t: np.ndarray) -> np.ndarray:
+    def codes(self, t: np.ndarray, max_abs: float | None = None) -> np.ndarray:
         """uint8 codes of the phases ``t`` (n, m), as the quantizer gives for ``cos(t)``; the
-        work goes by sub-blocks of rows (elementwise: the codes do not depend on them)."""
+        work goes by sub-blocks of rows (elementwise: the codes do not depend on them).
+        ``max_abs``, a bound on ``|t|`` that the caller knows, spares the range check when
+        it is at most ``RANGE``."""
+        check = not (max_abs is not None and max_abs <= RANGE)  # (NaN: checked)
         t = np.ascontiguousarray(t, dtype=np.float32)
         if t.ndim != 2:
             raise ValueError("phases must be a 2-D array")
         n, m = t.shape
         out = np.empty((n, m), dtype=np.uint8)
         rows = max(1, SUB_ELEMENTS // max(m, 1))
-        shape = (min(rows, n), m)
-        d_buf, k_buf = np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.float32)
-        flag = np.empty(shape, dtype=bool)
+        d_buf, k_buf, flag = _work_arrays((min(rows, n), m))
         for r0 in range(0, n, rows):
             tb = t[r0 : r0 + rows]
             s = tb.shape[0]
-            beyond = reduce_phase(tb, d_buf[:s], k_buf[:s], self.fold)
+            beyond = reduce_phase(tb, d_buf[:s], k_buf[:s], self.fold, check)
             ob = out[r0 : r0 + s]
             self._count(d_buf[:s], ob, flag[:s])
             if beyond is not None:
@@ -151,3 +159,18 @@ class PhaseCoder:
         for aj in a[1:]:
             np.less(d, aj, out=flag)
             np.add(out, flag.view(np.uint8), out=out)
+
+
+_WORK = threading.local()
+
+
+def _work_arrays(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """This thread's work arrays (two float32, one bool) of ``shape``, kept between calls:
+    fresh arrays of a sub-block's size cost page faults at every call (allocations of a
+    megabyte or more go to mmap), several times the work at 512 K elements."""
+    size = shape[0] * shape[1]
+    bufs = getattr(_WORK, "bufs", None)
+    if bufs is None or bufs[0].size < size:
+        bufs = (np.empty(size, np.float32), np.empty(size, np.float32), np.empty(size, bool))
+        _WORK.bufs = bufs
+    return tuple(b[:size].reshape(shape) for b in bufs)

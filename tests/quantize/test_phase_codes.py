@@ -166,16 +166,19 @@ def test_stochastic_rounding_keeps_the_cosine():
     np.testing.assert_array_equal(n1, n2)
 
 
-@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern52"])
-def test_the_encoder_writes_the_cosine_paths_rows(kernel):
+@pytest.mark.parametrize(
+    "kernel, gamma", [("gaussian", 0.3), ("laplacian", 3.0), ("matern52", 0.3)]
+)
+def test_the_encoder_writes_the_cosine_paths_rows(kernel, gamma):
     """encode_chunk (phases in, no cosine) against quantizing transform_raw's cosines of
-    the same 256-row blocks: the same bytes, but for rows with a code at a border."""
+    the same 256-row blocks: the same bytes, but for rows with a code at a border.  The
+    Laplacian map's Cauchy weights make phases beyond the reduction's range."""
     from rfcli.encoder import BLOCK_ROWS, Encoder
     from rfcli.maps import Preprocessor, make_map
 
     rng = np.random.default_rng(11)
     X = rng.normal(size=(2 * BLOCK_ROWS, 5)) * 3
-    fmap = make_map(kernel, 512, gamma=0.3, seed=2).fit(5)
+    fmap = make_map(kernel, 512, gamma=gamma, seed=2).fit(5)
     q = make_quantizer("lm", 2)
     enc = Encoder([f"x{i}" for i in range(5)], Preprocessor(), fmap, q)
     got = enc.encode_chunk(X, 0)
@@ -186,5 +189,21 @@ def test_the_encoder_writes_the_cosine_paths_rows(kernel):
     )
     ok = ~near_a_border(q, t).any(axis=1)
     assert ok.mean() > 0.9
+    if kernel == "laplacian":
+        assert np.count_nonzero(np.abs(t) > 2 * np.pi * (KMAX + 0.5)) > 5
     np.testing.assert_array_equal(got.packed[ok], want_packed[ok])
     np.testing.assert_array_equal(got.norms[ok], want_norms[ok])
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern12"])
+def test_the_phase_bound_bounds_the_phases(kernel):
+    from rfcli.maps import make_map
+
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(300, 40)) * rng.uniform(0.1, 30, size=(300, 1))
+    fmap = make_map(kernel, 256, gamma=0.5, seed=1).fit(40)
+    t = fmap.transform_phase(X)
+    bound = fmap.phase_bound(X)
+    assert np.abs(t).max() <= bound
+    assert bound < 50 * np.abs(t).max()  # a bound, not a guess that turns every check off
+    assert np.isnan(fmap.phase_bound(np.full((2, 40), np.nan)))
