@@ -223,6 +223,8 @@ def delimiter_for(path: str, delimiter: str | None = None) -> str:
 #: a cell that reads as a number (as pyarrow parses float columns; missing-value markers
 #: such as NA and nan are read as missing values, not text)
 _NUMBER = r"^\s*[-+]?((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[iI]nf(inity)?)\s*$"
+#: ``CSV parse error: Row #3: Expected 2 columns, got 1: 3`` (the row: the file's line)
+_RAGGED = r"CSV parse error: Row #(\d+): Expected (\d+) columns, got (\d+)"
 #: ``In CSV column #1: Row #302: CSV conversion error to double: invalid value 'abc'``
 #: (pyarrow's row is the line of the file, the header being line 1)
 _CONVERSION = r"In CSV column #(\d+): Row #(\d+): CSV conversion error to \w+: invalid value '(.*)'"
@@ -343,6 +345,13 @@ class CsvSource(Source):
             col, line, value = int(m.group(1)), int(m.group(2)), m.group(3)
             name = self.names[col] if col < len(getattr(self, "names", ())) else f"#{col}"
             return text_cell_error(self.path, line, name, value)
+        m = re.match(_RAGGED, first_line(e))
+        if m:
+            line, want, got = (int(g) for g in m.groups())
+            return InputError(
+                f"{self.path}: line {line} has {got} field{'s' if got != 1 else ''}, the header "
+                f"{want} (fix that line; a field that holds {self.delimiter!r} must be quoted)"
+            )
         if rows is None:
             return InputError(f"{self.path}: malformed CSV ({first_line(e)})")
         return InputError(f"{self.path}: bad CSV after about row {rows} ({first_line(e)})")
