@@ -349,6 +349,9 @@ def _ridge_select(passes, targets, s, stats, total, sizes, progress) -> dict[str
 # -- SVM ------------------------------------------------------------------------------------
 def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     m = passes.data.encoder.n_features
+    if s.loss == "squared_hinge" and dual.use_dual(passes.n_rows, m):  # fewer rows than features
+        return dual.train_svm(passes, targets, s.seed, _n_folds(s), s.C, C_GRID, DEFAULT_C,
+                              s.max_iter, s.normalized, progress)  # fmt: skip
     K = len(targets.classes)
     k = 1 if K == 2 else K
     nf = _n_folds(s)

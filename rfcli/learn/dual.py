@@ -28,6 +28,7 @@ depend on the thread count either.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -198,3 +199,314 @@ def train_ridge(passes, targets, seed: int, n_folds: int, alpha, default_index: 
     W, b, fitted = ridge_fit(kern, Y, alpha)
     report.update({"alpha": alpha, "train_mse": float(np.mean((fitted - Y) ** 2))})
     return RidgeModel(targets, W, b, normalized), report
+
+
+# -- SVM (squared hinge) --------------------------------------------------------------------
+#: a column whose rows inside the margin are more than this many and outnumber those outside
+#: may solve its Newton system through the inverse of its fold's ``K_TT + I/2C`` (formed
+#: once per fold and C, where the Cholesky flops this saves the fold's columns exceed the
+#: inverse's): it then costs the size of the rows outside (a Schur complement of the
+#: inverse) instead of its own
+COMPLEMENT_ROWS = 160
+#: a Newton step that lowers a column's objective by less than this fraction ends it (a row
+#: on the margin within rounding can enter and leave the set forever otherwise)
+STALL = 1e-13
+
+
+def _line_search(a1: float, a2: float, m: np.ndarray, g: np.ndarray, C: float) -> float:
+    """The exact minimizer t >= 0 of the convex piecewise quadratic with derivative
+    ``a1 + a2 t - 2C sum_i g_i max(0, m_i - t g_i)`` (the objective along a Newton
+    direction: m the margin violations, g their rates of decrease), by a sweep over the
+    points where a row enters or leaves the margin (Keerthi & DeCoste, JMLR 2005)."""
+    act = (m > 0) | ((m == 0) & (g < 0))
+    s1, s2 = float(g[act] @ m[act]), float(g[act] @ g[act])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tb = m / g
+    moves = (g != 0) & (tb > 0) & np.isfinite(tb)
+    order = np.argsort(tb[moves], kind="stable")
+    tk, gk, mk = tb[moves][order], g[moves][order], m[moves][order]
+    sign = np.where(gk > 0, -1.0, 1.0)  # g > 0: leaves the margin at t_k; g < 0: enters
+    c1 = s1 + np.concatenate([[0.0], np.cumsum(sign * gk * mk)])  # sums on each interval
+    c2 = s2 + np.concatenate([[0.0], np.cumsum(sign * gk * gk)])
+    lo = a1 - 2 * C * c1  # f'(t) = lo + t sl on interval j (before breakpoint j)
+    sl = a2 + 2 * C * c2
+    at_break = lo[:-1] + tk * sl[:-1]  # f' just before each breakpoint
+    j = int(np.argmax(at_break >= 0)) if (at_break >= 0).any() else len(tk)
+    if sl[j] <= 0:
+        return float(tk[j - 1]) if j else 0.0
+    return max(float(-lo[j] / sl[j]), 0.0)
+
+
+class _FoldInverse:
+    """``(K_TT + lam I)^-1`` of one fold's training rows T, formed when first needed."""
+
+    def __init__(self, K: np.ndarray, T: np.ndarray, lam: float):
+        self.K, self.T, self.lam, self.W = K, T, lam, None
+        self.pos = np.full(len(K), -1)
+        self.pos[T] = np.arange(len(T))
+
+    def inverse(self) -> np.ndarray:
+        if self.W is None:
+            from scipy.linalg.lapack import dpotrf, dpotri
+
+            M = _principal(self.K, self.T, self.lam)
+            c, info = dpotrf(M, lower=0, clean=0, overwrite_a=1)
+            if info == 0:
+                c, info = dpotri(c, lower=0, overwrite_c=1)
+            if info != 0:
+                raise np.linalg.LinAlgError("K_TT + lam I is not positive definite")
+            self.W = np.triu(c) + np.triu(c, 1).T
+        return self.W
+
+
+def _principal(K: np.ndarray, A: np.ndarray, lam: float) -> np.ndarray:
+    """``K_AA + lam I`` (a new array)."""
+    M = K.take(A, axis=0).take(A, axis=1)
+    M.flat[:: len(A) + 1] += lam
+    return M
+
+
+def _spd_solve(M: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """``M^-1 R`` for symmetric positive definite M (overwritten), by Cholesky."""
+    from scipy.linalg.lapack import dpotrf, dpotrs
+
+    c, info = dpotrf(M, lower=0, clean=0, overwrite_a=1)
+    if info == 0:
+        X, info = dpotrs(c, R, lower=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("the Newton system is not positive definite")
+    return X
+
+
+def _direct_point(K, lam, A, yA):
+    """The minimizer over (beta on A, b) of the quadratic with the rows A inside the margin:
+    ``(K_AA + lam I) beta + b = y_A, 1'beta = 0``; returns (beta_A, b)."""
+    return _with_intercept(
+        _spd_solve(_principal(K, A, lam), np.column_stack([yA, np.ones(len(A))]))
+    )
+
+
+def _with_intercept(X):
+    """(beta, b) from ``X = M^-1 [y, 1]``: b makes ``1'beta = 0``."""
+    b = X[:, 0].sum() / X[:, 1].sum()
+    return X[:, 0] - b * X[:, 1], b
+
+
+def _complement_points(inv: _FoldInverse, As: list, ys: list) -> list:
+    """:func:`_direct_point` for several active sets A within one fold's training rows T,
+    through the Schur complement of the fold's inverse W on the rows B = T - A:
+    ``(M_AA)^-1 = W_AA - W_AB (W_BB)^-1 W_BA``; the products with W are one GEMM for all."""
+    W = inv.inverse()
+    nT, g = len(W), len(As)
+    Rt = np.zeros((nT, 2 * g))
+    outs = []
+    for c, (A, yA) in enumerate(zip(As, ys, strict=True)):
+        a = inv.pos[A]
+        Rt[a, 2 * c], Rt[a, 2 * c + 1] = yA, 1.0
+        out = np.ones(nT, dtype=bool)
+        out[a] = False
+        outs.append((a, np.flatnonzero(out)))
+    WR = W @ Rt
+    Zt = np.zeros((nT, 2 * g))
+    for c, (_, B) in enumerate(outs):
+        if len(B):
+            Zt[B, 2 * c : 2 * c + 2] = _spd_solve(_principal(W, B, 0.0), WR[B, 2 * c : 2 * c + 2])
+    X = WR - W @ Zt
+    return [_with_intercept(X[a, 2 * c : 2 * c + 2]) for c, (a, _) in enumerate(outs)]
+
+
+def _call(job):
+    return job()
+
+
+def _set_step(D, Db, beta, b, j, A, bA, bb) -> None:
+    """Column j's step towards its Newton point (beta_A on the rows A, intercept bb)."""
+    D[:, j] = -beta[:, j]
+    D[A, j] += bA
+    Db[j] = bb - b[j]
+
+
+def svm_newton(K, Y, train_mask, C, warm=None, max_iter=100, folds=None, tol=STALL,
+               pool=None):  # fmt: skip
+    """The squared-hinge SVM of every column of Y (n, k), +-1, on the rows where
+    ``train_mask`` (n, k) holds, in the dual: dual coefficients (n, k) zero off the
+    training rows, intercepts (k,), the scores K beta + b of every row (n, k) and a report.
+    ``folds``: the fold of each column's held-out rows (columns of one fold share the
+    inverse of their training rows' system), or None.  A column also ends when a step
+    lowers its objective by less than ``tol`` relative.  ``pool``: an executor that
+    solves the columns' Newton systems (each column's arithmetic is the same on any
+    thread: the result does not depend on it)."""
+    n, k = Y.shape
+    lam = 1.0 / (2.0 * C)
+    beta = np.zeros((n, k)) if warm is None else warm[0].copy()
+    b = np.zeros(k) if warm is None else warm[1].copy()
+    S = K @ beta + b
+    used: list = [None] * k  # the rows inside the margin each column's last step solved for
+    full = np.zeros(k, dtype=bool)  # whether that step went the whole way (t = 1)
+    done = np.zeros(k, dtype=bool)
+    invs: dict = {}
+    steps = 0
+    while steps < max_iter:
+        D = np.zeros((n, k))
+        Db = np.zeros(k)
+        todo = []
+        cand: dict = {}  # fold -> columns whose rows outside the margin are fewer
+        direct = []
+        for j in np.flatnonzero(~done):
+            A = np.flatnonzero(train_mask[:, j] & (Y[:, j] * S[:, j] < 1))
+            if full[j] and np.array_equal(A, used[j]):
+                done[j] = True  # at the minimizer of its own active set's quadratic: optimal
+                continue
+            used[j] = A
+            todo.append(j)
+            key = folds[j] if folds is not None else 0
+            nT = int(train_mask[:, j].sum())
+            if len(A) > COMPLEMENT_ROWS and nT - len(A) < len(A):
+                cand.setdefault(key, []).append(j)
+            else:
+                direct.append(j)
+        groups: dict = {}  # fold -> columns solved through the fold's inverse
+        for key, js in cand.items():
+            nT = int(train_mask[:, js[0]].sum())
+            # Cholesky flops saved against those of forming the inverse (once per fold and C)
+            saved = sum(len(used[j]) ** 3 - (nT - len(used[j])) ** 3 for j in js) / 3
+            if key in invs or saved > nT**3:
+                if key not in invs:
+                    invs[key] = _FoldInverse(K, np.flatnonzero(train_mask[:, js[0]]), lam)
+                groups[key] = js
+            else:
+                direct += js
+        jobs = [partial(_direct_point, K, lam, used[j], Y[used[j], j]) for j in direct]
+        jobs += [partial(_complement_points, invs[key], [used[j] for j in js],
+                         [Y[used[j], j] for j in js]) for key, js in groups.items()]  # fmt: skip
+        pts = list(pool.map(_call, jobs) if pool is not None else map(_call, jobs))
+        for j, pt in zip(direct, pts, strict=False):
+            _set_step(D, Db, beta, b, j, used[j], *pt)
+        for js, gp in zip(groups.values(), pts[len(direct) :], strict=True):
+            for j, pt in zip(js, gp, strict=True):
+                _set_step(D, Db, beta, b, j, used[j], *pt)
+        if not todo:
+            break
+        steps += 1
+        cols = np.array(todo)
+        Delta = K @ D[:, cols] + Db[cols]
+        for i, j in enumerate(cols):
+            tr = train_mask[:, j]
+            d, dl = D[:, j], Delta[:, i]
+            a1 = float((S[:, j] - b[j]) @ d)
+            a2 = float(d @ (dl - Db[j]))
+            viol = (1 - Y[:, j] * S[:, j])[tr]
+            t = _line_search(a1, a2, viol, (Y[:, j] * dl)[tr], C)
+            full[j] = abs(t - 1.0) <= 1e-9
+            # the objective's decrease along the step (exact: f is quadratic on each piece)
+            new = np.maximum(viol - t * (Y[:, j] * dl)[tr], 0.0)
+            old = np.maximum(viol, 0.0)
+            gain = -(t * a1 + 0.5 * t * t * a2) + C * float(old @ old - new @ new)
+            before = 0.5 * float((S[:, j] - b[j]) @ beta[:, j]) + C * float(old @ old)
+            if gain <= tol * max(before, 1e-300):
+                # a row sits on the margin within rounding and toggles: nothing to gain
+                done[j] = True
+            beta[:, j] += t * d
+            b[j] += t * Db[j]
+            S[:, j] += t * dl
+    KB = K @ beta
+    S = KB + b
+    viol = np.maximum(1 - Y * S, 0.0) * train_mask
+    objective = 0.5 * float(np.einsum("ij,ij->", beta, KB)) + C * float(np.sum(viol**2))
+    converged = bool(done.all())
+    report = {
+        "C": C,
+        "loss": "squared_hinge",
+        "iterations": steps,
+        "passes": 0,
+        "objective": objective,
+        "converged": converged,
+        "message": "the rows inside the margin no longer change (exact optimum)"
+        if converged
+        else f"{int((~done).sum())} column(s) still changing after {max_iter} Newton steps",
+    }
+    return beta, b, S, report
+
+
+def train_svm(passes, targets, seed: int, n_folds: int, C, grid, default_C: float,
+              max_iter: int, normalized: bool, progress=None):  # fmt: skip
+    """The squared-hinge SVM in the dual (the report as rfcli.jobs.train's primal path
+    writes it): C given, chosen by ``n_folds``-fold cross-validation over ``grid``, or
+    ``default_C``.  The columns' Newton systems are solved on the engine's threads."""
+    threads = int(getattr(passes, "threads", 1) or 1)
+    if threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads, thread_name_prefix="rfcli-newton") as pool:
+            return _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter,
+                              normalized, progress, pool)  # fmt: skip
+    return _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, normalized,
+                      progress, None)  # fmt: skip
+
+
+def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, normalized,
+               progress, pool):  # fmt: skip
+    from rfcli.learn import selection
+    from rfcli.learn.svm import LinearSVM
+
+    kern = Kernel(passes.reduce(rows_pass, title="svm: pass 1, the rows (n < m: dual)"))
+    idx = targets.index(kern.y)
+    k = 1 if len(targets.classes) == 2 else len(targets.classes)
+
+    def problem(nf: int):
+        """Y (+-1), training mask and held-out fold of the stacked columns (fold-major)."""
+        cols = np.arange(k * max(nf, 1))
+        pos = cols % k if k > 1 else np.ones(len(cols), dtype=np.int64)
+        Y = np.where(idx[:, None] == pos[None, :], 1.0, -1.0)
+        if nf < 2:
+            return Y, np.ones(Y.shape, dtype=bool), None
+        return Y, fid[:, None] != (cols // k)[None, :], cols // k
+
+    report: dict[str, Any] = {"model": "svm", "task": "classification",
+                              "loss": "squared_hinge", "solver": "dual"}  # fmt: skip
+    warm = None
+    if n_folds:
+        fid = kern.folds(seed, n_folds)
+        sizes = np.bincount(fid, minlength=n_folds)
+        selection.check_folds(sizes, kern.n)
+        Y, mask, col_fold = problem(n_folds)
+        sols: dict[float, tuple] = {}
+        steps: dict[float, int] = {}
+
+        def evaluate(Cs: list[float]) -> dict[float, list[float]]:
+            out = {}
+            for c in Cs:
+                beta, b, S, rep = svm_newton(kern.K, Y, mask, c, selection.path_start(sols, c),
+                                             max_iter, col_fold, pool=pool)  # fmt: skip
+                sols[c], steps[c] = (beta, b), rep["iterations"]
+                scores = []
+                for f in range(n_folds):
+                    V = fid == f
+                    Sf = S[V][:, f * k : (f + 1) * k]
+                    pred = (Sf[:, 0] > 0).astype(int) if k == 1 else Sf.argmax(axis=1)
+                    scores.append(float(np.mean(pred == idx[V])))
+                out[c] = scores
+            return out
+
+        sel = selection.grid_search(grid, evaluate, lower_is_better=False, prefer_larger=False,
+                                    progress=progress, metric="accuracy", together=False,
+                                    title=f"svm: {n_folds}-fold cross-validation of C")  # fmt: skip
+        C = sel["best"]
+        cv = selection.cv_report("C", "accuracy", n_folds, sizes, sel)
+        cv["newton_steps"] = {c: steps[c] for c in sel["values"]}
+        report["cv"] = cv
+        report["validation_accuracy"] = cv["mean"]
+        beta, b = sols[C]
+        # the refit starts from the folds' solutions: each row is a training row of all
+        # folds but its own
+        warm = (beta.reshape(kern.n, n_folds, k).sum(axis=1) / (n_folds - 1),
+                b.reshape(n_folds, k).mean(axis=0))  # fmt: skip
+    elif C == "auto":
+        C = default_C
+    C = float(C)
+    Y, mask, _ = problem(0)
+    beta, b, _, rep = svm_newton(kern.K, Y, mask, C, warm, max_iter, pool=pool)
+    report.update(rep)
+    report["total_passes"] = 1
+    W, b0 = kern.primal(beta, b)
+    return LinearSVM(targets, W, b0, normalized), report
