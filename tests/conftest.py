@@ -29,3 +29,15 @@ def letter_small_csv(letter_small, tmp_path_factory) -> pathlib.Path:
     path = tmp_path_factory.mktemp("data") / "letter600.csv"
     pacsv.write_csv(pq.read_table(letter_small), path)
     return path
+
+
+@pytest.fixture(scope="session")
+def scheduler():
+    """One Dask LocalCluster (2 worker processes, one thread each) for every test that runs
+    jobs on Dask; tests that kill workers start their own."""
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:  # fmt: skip
+        yield cluster.scheduler_address

@@ -23,15 +23,6 @@ from tests.helpers import tree_digest as tree  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def scheduler():
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:  # fmt: skip
-        yield cluster.scheduler_address
-
-
-@pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     d = tmp_path_factory.mktemp("ds")
     t = pq.read_table(LETTER)
@@ -262,9 +253,9 @@ def test_predict_on_dask_writes_the_same_file(tmp_path, dataset, letter_store, s
 
 
 # -- a worker process killed mid-job -------------------------------------------------------------
-@pytest.fixture
+@pytest.fixture(scope="module")
 def cluster():
-    """A cluster of its own: its workers get killed (their nannies start new ones)."""
+    """A cluster of their own for the tests that kill a worker (its nanny starts a new one)."""
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,

@@ -160,21 +160,34 @@ def test_s3_encode_train_predict(s3, local_store, tmp_path):
     assert n == 12000
 
 
-def test_s3_on_dask(s3, local_store):
-    pytest.importorskip("distributed")
-    from distributed import LocalCluster
+def _set_env(env):
+    """(On a Dask worker) set or, for None, remove environment variables."""
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
+
+def test_s3_on_dask(s3, local_store, scheduler):
     from rfcli.engines.dask import DaskSettings
 
     _, disk_store = local_store
     store = "s3://bkt/dask/s.zarr"
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:  # fmt: skip
-        dask = DaskSettings(scheduler=cluster.scheduler_address)
-        encode("s3://bkt/lake/", store, EncodeSettings(**SETTINGS), ReadSettings(label="label"),
-               engine="dask", dask=dask)  # fmt: skip
-        assert url_digest(store) == tree_digest(disk_store)
-        dist = train(store, None, TrainSettings(model="krr", alpha=1.0), engine="dask", dask=dask)
+    from distributed import Client
+
+    env = {k: os.environ[k] for k in os.environ if k.startswith("AWS_")}
+    with Client(scheduler) as client:  # the session's workers started before the S3 server
+        client.run(_set_env, env)
+        try:
+            dask = DaskSettings(scheduler=scheduler)
+            encode("s3://bkt/lake/", store, EncodeSettings(**SETTINGS),
+                   ReadSettings(label="label"), engine="dask", dask=dask)  # fmt: skip
+            assert url_digest(store) == tree_digest(disk_store)
+            dist = train(store, None, TrainSettings(model="krr", alpha=1.0), engine="dask",
+                         dask=dask)  # fmt: skip
+        finally:
+            client.run(_set_env, {k: None for k in env})
     ref = train(disk_store, None, TrainSettings(model="krr", alpha=1.0))
     tol = ridge_engines_tolerance(disk_store, ref.model.W, 1.0)
     assert np.linalg.norm(dist.model.W - ref.model.W) <= tol
