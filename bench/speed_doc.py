@@ -29,19 +29,22 @@ def _runs(walls: list[float]) -> str:
     return ", ".join(f"{w:.2f}" for w in walls)
 
 
-def encode_doc(e) -> list[str]:
+def encode_doc(e, avx512_off: bool = False) -> list[str]:
     n, r, one = e["rows"], e["rfcli"], e["rfcli_threads1"]
     r32, r64, fl = e["rbf32"], e["rbf64"], e["floor"]
     for run, key in ((r, "walls"), (r32, "first_walls"), (r64, "first_walls")):
         run.setdefault(key, [run["wall" if key == "walls" else "first_wall"]])  # older runs
     cores = e["threads"]
+    title = "## Encode: the CLI end to end against RBFSampler, and against the floor"
     L = [
-        "## Encode: the CLI end to end against RBFSampler, and against the floor",
+        title + (" (AVX-512 off)" if avx512_off else ""),
         "",
+        *(_avx512_off_text(e) if avx512_off else []),
         f"{n:,} x {fl['d']} float32 rows (synthetic Parquet), m = {e['m']}, b = {e['bits']}, "
         f"gamma = 0.01. rfcli: `rfcli encode IN -o OUT -m {e['m']} -b {e['bits']} --threads "
-        f"{cores}` as a fresh process: start-up, Parquet read, GEMM, cos, quantize, pack, "
-        f"crc32c and the store's files; the median of {len(r['walls'])} runs. scikit-learn: "
+        f"{cores}` as a fresh process: start-up, Parquet read, GEMM, "
+        f"codes from the phase (no cosine), crc32c and the store's files; the median of "
+        f"{len(r['walls'])} runs. scikit-learn: "
         "`RBFSampler(n_components=m).fit(X).transform(X)` on the rows already in memory "
         "(no I/O, no quantization, BLAS on every core), in fresh processes: the first call "
         "(what a script pays; the output's pages are new), the median of "
@@ -75,6 +78,12 @@ def encode_doc(e) -> list[str]:
             f"| RBFSampler {label}, repeated call | {rb['warm_wall']:.2f} | {rb['warm_cpu']:.2f} "
             f"| {n / rb['warm_wall']:,.0f} | {rb['warm_wall'] / r['wall']:.2f}x | |"
         )
+    if "script_wall" in r32:
+        L.append(
+            f"| a script: Parquet read + RBFSampler float32, as a process | "
+            f"{r32['script_wall']:.2f} | | {n / r32['script_wall']:,.0f} | "
+            f"{r32['script_wall'] / r['wall']:.2f}x | {_runs(r32['script_walls'])} |"
+        )
     L += [
         "",
         f"Store: {e['store_bytes'] / 1e6:.1f} MB; the float32 features would be "
@@ -86,7 +95,51 @@ def encode_doc(e) -> list[str]:
         f"With 1 thread it uses {one['cpu'] / one['wall']:.2f} CPU-seconds per wall-second.",
         "",
     ]
+    if e.get("in_process"):
+        L += in_process_doc(e["in_process"])
     return L
+
+
+def _avx512_off_text(e) -> list[str]:
+    ip = e.get("in_process", {})
+    left = ip.get("avx512_features")
+    seen = (
+        ""
+        if left is None
+        else " NumPy reported no AVX-512 feature in use."
+        if not left
+        else f" NumPy still reported {', '.join(left)} in use."
+    )
+    return [
+        'Every process of this section ran with `NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD '
+        'AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR X86_V4" '
+        "OPENBLAS_CORETYPE=Haswell`: NumPy's SIMD loops and OpenBLAS's kernels as on a CPU "
+        f"with AVX2 only (on a CPU without AVX-512 the two sections measure the same).{seen}",
+        "",
+    ]
+
+
+def in_process_doc(ip) -> list[str]:
+    """rfcli.encode on the in-memory array against RBFSampler in the same process."""
+    md, w = ip["median"], ip["walls"]
+    k = len(w["phase"])
+    return [
+        f"**In process, warm**: one Python process, {ip['rows']:,} x {ip['d']} float32 rows in "
+        f"memory, m = {ip['m']}, b = {ip['bits']}; `rfcli.encode(X, store, threads="
+        f"{ip['threads']})` into a new store, the same encode by the cosine path (the encode "
+        "before the codes from the phase: `FourierMap.cosine_phase = False`), and "
+        "`RBFSampler(n_components=m).fit(X).transform(X)` (float32), "
+        f"{k} times each in turns after one warm-up call of each; medians.",
+        "",
+        "| what | median wall s | every run, wall s | RBFSampler / it |",
+        "|---|---|---|---|",
+        f"| rfcli.encode, codes from the phase | {md['phase']:.3f} | {_runs(w['phase'])} | "
+        f"{md['rbf32'] / md['phase']:.2f}x |",
+        f"| rfcli.encode, cosine path | {md['cosine']:.3f} | {_runs(w['cosine'])} | "
+        f"{md['rbf32'] / md['cosine']:.2f}x |",
+        f"| RBFSampler(float32) fit + transform | {md['rbf32']:.3f} | {_runs(w['rbf32'])} | 1 |",
+        "",
+    ]
 
 
 def floor_fractions(e) -> dict[str, float]:
@@ -148,6 +201,14 @@ def floor_doc(e) -> list[str]:
         f"least times, a mixed measure reported before, is {f['mixed']:.0%}; "
         f"against the steps alone (no interpreter start) {lo / r['wall']:.0%}.",
     ]
+    if "cosine" in fl:
+        L[-1] += (
+            f"  The cosine and its comparisons, which the encode no longer computes (codes from "
+            f"the phase), would take {fl['cosine']['least']:.3f} s (least) / "
+            f"{fl['cosine']['median']:.3f} s (median) on one core in place of the codes from the "
+            f"phase's {fl['steps']['codes from the phase']:.3f} / "
+            f"{fl['steps_median']['codes from the phase']:.3f} s."
+        )
     if "rfcli_alone" in e:
         t = e["rfcli"]
         L[-1] += (
@@ -241,11 +302,44 @@ def speed_doc(res) -> list[str]:
         L += startup_doc(res["startup"])
     if res.get("encode"):
         L += encode_doc(res["encode"])
+    if res.get("encode_noavx512"):
+        L += encode_doc(res["encode_noavx512"], avx512_off=True)
     if res.get("krr"):
         L += krr_doc(res["krr"])
     if res.get("select"):
         L += select_doc(res["select"])
     return L
+
+
+def _encode_targets(res) -> list[str]:
+    """The in-process and script ratios, with AVX-512 on and off, and the floor without the
+    cosine."""
+    out = []
+    for key, what, goal_ip in (
+        ("encode", "AVX-512 on", 1.2),
+        ("encode_noavx512", "AVX-512 off", 1.5),
+    ):
+        e = res.get(key)
+        if not e:
+            continue
+        ip, r32 = e.get("in_process"), e["rbf32"]
+        if ip:
+            md = ip["median"]
+            out.append(
+                f"* {what}, in process ({ip['rows']:,} rows): rfcli.encode "
+                f"{md['rbf32'] / md['phase']:.2f}x repeated RBFSampler(float32) fit+transform "
+                f"(cosine path {md['rbf32'] / md['cosine']:.2f}x) (target: at least {goal_ip}x)."
+            )
+        if "script_wall" in r32:
+            goal = " (target: at least 3x)" if key == "encode_noavx512" else ""
+            out.append(
+                f"* {what}, the CLI as a process: {r32['script_wall'] / e['rfcli']['wall']:.2f}x a "
+                f"script that reads the Parquet and runs RBFSampler(float32){goal}."
+            )
+        if key == "encode_noavx512":
+            f = floor_fractions(e)
+            out.append(f"* {what}: the encode at {_fractions_text(f)} (target: at least 80%).")
+    return out
 
 
 def targets_doc(res) -> list[str]:
@@ -267,6 +361,7 @@ def targets_doc(res) -> list[str]:
             + ") (target: at least 1.5x)"
             + f", at {_fractions_text(floor_fractions(e))} (target: at least 70% of the floor)."
         )
+        out += _encode_targets(res)
         one = e["rfcli_threads1"]
         out.append(
             f"* Encode with --threads 1: {one['cpu'] / one['wall']:.2f} CPU-seconds per "
