@@ -27,7 +27,7 @@ from rfcli.jobs.encode import fit_on_source, for_engine
 from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged
 from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
-from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates
+from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates, alpha_floor
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
 from rfcli.learn.targets import Outputs, Targets
 from rfcli.memory import check_fits, learner_need, physical_memory
@@ -305,7 +305,7 @@ def _train_ridge(passes, targets: Targets, s: TrainSettings, progress: Progress)
     elif s.alpha != "auto":
         alpha = float(s.alpha)
     else:
-        alpha = float(alpha_candidates(total.centred()[0])[DEFAULT_ALPHA_INDEX])
+        alpha = float(alpha_candidates(total, floored=False)[DEFAULT_ALPHA_INDEX])
     W, b = total.solve(alpha)
     report.update({"alpha": alpha, "train_mse": total.sse(W, b) / max(total.n, 1) / k})
     return RidgeModel(targets, W, b, s.normalized), report
@@ -321,7 +321,7 @@ def _ridge_select(passes, targets, s, stats, total, sizes, progress) -> dict[str
         for st in stats:
             solvers.append(selection.FoldSolver(total, st))
             task.advance(1)
-    grid = alpha_candidates(total.centred()[0])
+    grid = alpha_candidates(total)
     scoring = [1]  # the data passes so far
 
     def evaluate(alphas: list[float]) -> dict[float, list[float]]:
@@ -343,7 +343,8 @@ def _ridge_select(passes, targets, s, stats, total, sizes, progress) -> dict[str
     regression = targets.task == "regression"
     return selection.grid_search(grid, evaluate, regression, prefer_larger=True, progress=progress,
                    title=f"krr: {nf}-fold cross-validation of alpha",
-                   metric="mse" if regression else "accuracy")  # fmt: skip
+                   metric="mse" if regression else "accuracy",
+                   lower_bound=alpha_floor(total))  # fmt: skip
 
 
 # -- SVM ------------------------------------------------------------------------------------

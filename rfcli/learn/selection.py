@@ -123,6 +123,7 @@ def grid_search(
     title: str = "cross-validation",
     metric: str = "score",
     together: bool = True,
+    lower_bound: float = 0.0,
 ) -> dict[str, Any]:
     """Grid search over ``grid`` with ``evaluate(values) -> {value: per-fold scores}``: the
     best mean, among equal means the largest value with ``prefer_larger`` (alpha: the most
@@ -131,7 +132,10 @@ def grid_search(
     common: accuracy plateaus, e.g. over the smallest alphas of KRR with many rows.)
     ``progress``: a task ``title`` counts the values scored, with the best so far and its
     mean ``metric``; ``together=False`` scores the grid one value at a time (in increasing
-    order, as ``evaluate`` of the grid would), so that the task advances with each."""
+    order, as ``evaluate`` of the grid would), so that the task advances with each.
+    ``lower_bound``: the grid is not extended below it (KRR: the float32 floor of alpha,
+    :func:`rfcli.learn.ridge.alpha_floor`); the result's ``floor`` says whether the best
+    value sits on it."""
     progress = progress or NullProgress()
     with progress.task(title, len(grid), unit="values") as task:
         folds: dict[float, list[float]] = {}
@@ -155,6 +159,8 @@ def grid_search(
             side = "lower" if best == 0 else "upper" if best == len(values) - 1 else None
             if side is None or ext[side] >= MAX_EXTENSIONS:
                 break
+            if side == "lower" and values[0] / 10 < lower_bound * (1 - 1e-12):
+                break
             ext[side] += 1
             new = values[0] / 10 if side == "lower" else values[-1] * 10
             extended.append(new)
@@ -167,6 +173,7 @@ def grid_search(
         "best": values[best],
         "extended": extended,
         "edge": side,
+        "floor": side == "lower" and lower_bound > 0 and values[0] <= lower_bound * (1 + 1e-12),
     }
 
 
@@ -193,7 +200,12 @@ def cv_report(name: str, metric: str, n_folds: int, sizes, sel: dict) -> dict[st
         "chosen": sel["best"],
         "warning": None,
     }
-    if sel["edge"] is not None and len(sel["values"]) > 1:
+    if sel.get("floor"):
+        cv["warning"] = (
+            f"{name}={sel['best']:.4g} is the smallest value the float32 statistics resolve "
+            "(a smaller one would fit their rounding errors)"
+        )
+    elif sel["edge"] is not None and len(sel["values"]) > 1:
         more = "smaller" if sel["edge"] == "lower" else "larger"
         cv["warning"] = (
             f"{name}={sel['best']:.4g} is at the {sel['edge']} edge of the grid "

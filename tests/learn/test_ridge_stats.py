@@ -66,3 +66,40 @@ def test_sums_combine_and_pickle(monkeypatch):
     np.testing.assert_allclose(parts.FtY, whole.FtY, rtol=1e-9)
     np.testing.assert_allclose(parts.sF, whole.sF, rtol=1e-12)
     np.testing.assert_allclose(parts.YtY, whole.YtY, rtol=1e-12)
+
+
+def test_the_alpha_grid_is_floored_at_the_float32_gram_error(monkeypatch):
+    """Smooth Gaussian random features (16,384 rows, m = 128, one float32 block of 8,192
+    rows at a time): the float32 Gram matrix's error E (against the float64 statistics of
+    the same features) is below the floor's estimate, and the smallest candidate's weights
+    are within the first-order perturbation bound 2 ||E|| / alpha (E through G, and as
+    much again through Phi'Y) of the exact statistics' solution, a few percent.  Without
+    the floor the smallest candidate is 1e-7 trace/m, where the weights are several times
+    off."""
+    from rfcli.learn import ridge
+
+    rng = np.random.default_rng(0)
+    n, m = 16384, 128
+    X = rng.uniform(-1, 1, (n, 3))
+    F = np.sqrt(2 / m) * np.cos(X @ rng.normal(0, np.sqrt(0.6), (3, m)) + rng.uniform(0, 7, m))
+    F = F.astype(np.float32)
+    Y = (np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2])[:, None]
+    F64 = F.astype(np.float64)
+    Fc = F64 - F64.mean(0)
+    Gc, bc = Fc.T @ Fc, Fc.T @ (Y - Y.mean(0))
+
+    def smallest_candidate_error():
+        st = _stats(F, Y, 5000)
+        Gc32, b32 = st.centred()
+        a = ridge.alpha_candidates(st)[0]
+        W32 = np.linalg.solve(Gc32 + a * np.eye(m), b32)
+        W = np.linalg.solve(Gc + a * np.eye(m), bc)
+        return a, np.linalg.norm(W32 - W) / np.linalg.norm(W), np.linalg.norm(Gc32 - Gc, 2)
+
+    a, err, normE = smallest_candidate_error()
+    assert a == pytest.approx(ridge.FLOOR_FACTOR * 2.0**-24 * np.sqrt(8192) * np.trace(Gc) / m)
+    assert normE <= a / ridge.FLOOR_FACTOR  # the estimate bounds the error
+    assert err <= 2 * normE / a
+    monkeypatch.setattr(ridge, "FLOOR_FACTOR", 0.0)
+    a0, err0, _ = smallest_candidate_error()
+    assert a0 < a / 100 and err0 > 1.0
