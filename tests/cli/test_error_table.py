@@ -1,17 +1,20 @@
-"""Each bad input of docs/errors.md through the real CLI (a subprocess): the exit status and
+"""Each bad input of docs/errors.md through the real CLI (its click entry point, in a few
+subprocesses that run the cases one after another): the exit status and
 the one-line message must be exactly the documented ones, with no traceback.  Every error,
 click's usage errors included (an option value out of its range names the flag), is one
 line starting with ``rfcli: error:``."""
 
+import json
 import os
 import re
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.cli import error_cases
-from tests.cli.error_cases import CASES, run_case
+from tests.cli.error_cases import CASES
 from tests.helpers import ROOT
 
 
@@ -25,29 +28,63 @@ def documented() -> dict[str, tuple[str, str]]:
 
 
 DOC = documented()
+#: processes the cases run in (each runs its share one after another)
+BATCHES = 2
 
 
-def _run(case, tmp):
+def _setup(case, tmp):
     try:
-        return run_case(case, tmp)
+        return case.setup(tmp)
     except OSError as e:
         return e
-    finally:
-        mnt = os.path.join(tmp, "small-fs")
-        if os.path.ismount(mnt):
-            subprocess.run(["umount", mnt])
+
+
+def _unmount(tmp):
+    mnt = os.path.join(tmp, "small-fs")
+    if os.path.ismount(mnt):
+        subprocess.run(["umount", mnt])
+
+
+def _batch(jobs, tmp):
+    """The CLI runs of ``jobs`` in one Python process (tests/cli/batch_cli.py)."""
+    path = os.path.join(tmp, "jobs.json")
+    with open(path, "w") as f:
+        json.dump(jobs, f)
+    out = os.path.join(tmp, "results.json")
+    r = subprocess.run([sys.executable, "-m", "tests.cli.batch_cli", path, out], cwd=ROOT,
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    with open(out) as f:
+        return json.load(f)
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """All cases at once, 4 subprocesses at a time (the shared store and model first)."""
+    """All cases: set up here (the shared store and model first), then run through the CLI's
+    entry point in BATCHES processes at once, each running its share of the cases one
+    after another (a Python start per case cost most of the table's time)."""
     error_cases.SHARED = str(tmp_path_factory.mktemp("shared"))
     try:
         error_cases._model(error_cases.SHARED)
         dirs = {c.name: str(tmp_path_factory.mktemp(c.name)) for c in CASES}
         with ThreadPoolExecutor(4) as pool:
-            futs = {c.name: pool.submit(_run, c, dirs[c.name]) for c in CASES}
-            yield {k: f.result() for k, f in futs.items()}
+            args = dict(zip(dirs, pool.map(_setup, CASES, dirs.values()), strict=True))
+        ready = [c for c in CASES if not isinstance(args[c.name], OSError)]
+        jobs = [{"args": args[c.name], "env": c.env} for c in ready]
+        shares = [list(range(i, len(jobs), BATCHES)) for i in range(BATCHES)]
+        tmps = [str(tmp_path_factory.mktemp(f"batch{k}")) for k in range(BATCHES)]
+        with ThreadPoolExecutor(BATCHES) as pool:
+            outs = list(pool.map(_batch, [[jobs[i] for i in sh] for sh in shares], tmps))
+        res = {c.name: args[c.name] for c in CASES if isinstance(args[c.name], OSError)}
+        for share, out in zip(shares, outs, strict=True):
+            for i, r in zip(share, out, strict=True):
+                c = ready[i]
+                lines = r["stderr"].strip().splitlines()
+                msg = error_cases.normalize(lines[-1] if lines else "", dirs[c.name])
+                res[c.name] = (r["code"], msg, r["stderr"])
+        for d in dirs.values():
+            _unmount(d)
+        yield res
     finally:
         error_cases.SHARED = None
 
