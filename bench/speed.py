@@ -212,7 +212,9 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
             "parquet read": times_of(read, reps),
             "GEMM": times_of(each(lambda b: b @ W), reps),
             "add phases": times_of(each(lambda b: np.add(z, tau, out=z)), reps),
-            "codes from the phase": times_of(each(lambda b: q._phase_coder.codes(t)), reps),
+            "codes from the phase": times_of(
+                each(lambda b: q._phase_coder.codes(t, fmap.phase_bound(b))), reps
+            ),
             "pack": times_of(each(lambda b: pack_codes(codes, bits)), reps),
             "row norms": times_of(each(lambda b: q._row_norms(codes, packed)), reps),
             "write bytes": [write() for _ in range(reps)],

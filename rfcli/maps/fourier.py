@@ -114,6 +114,7 @@ class FourierMap(FeatureMap):
             u = rng.chisquare(2.0 * nu, size=m)
             W = rng.standard_normal((d, m)) * (np.sqrt(2.0 * nu / u) * np.sqrt(2.0 * g))[None, :]
         self.W_ = W.astype(np.float32)
+        self.__dict__.pop("_col_norm", None)  # phase_bound's cache
         self.tau_ = generator(self.seed, 1).uniform(0.0, 2.0 * np.pi, m).astype(np.float32)
         self.n_inputs_ = d
         return self
@@ -131,8 +132,8 @@ class FourierMap(FeatureMap):
         GEMM's rounding (at most about d 2^-24 of ``sum |x_k W_kj| <= ||x|| ||W_j||``);
         NaN or inf when X holds such values."""
         X = np.asarray(X, dtype=np.float32)
-        key = id(self.W_)
-        if getattr(self, "_col_norm", (None,))[0] != key:
+        key = (id(self.W_), self.W_.__array_interface__["data"][0], self.W_.shape)
+        if getattr(self, "_col_norm", (None,))[0] != key:  # (fit() drops it too)
             W = self.W_.astype(np.float64)
             self._col_norm = (key, float(np.sqrt(np.einsum("ij,ij->j", W, W).max())))
         sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
