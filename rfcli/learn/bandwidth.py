@@ -25,7 +25,9 @@ faithful learner and widens the grid while the best value sits at its edge:
 Score: accuracy (classification) or minus the mean squared error (regression), averaged
 over folds.  Cost: the sample's codes, one m x m Gram of the sample and 21 Cholesky
 solves per candidate, independent of the input's size (measured: about 1 s per candidate
-at 12,000-20,000 rows, 8-9 s for the 9 candidates; docs/defaults-report.md).
+at 12,000-20,000 rows, 8-9 s for the 9 candidates; docs/defaults-report.md).  A sample of
+fewer rows n than features is scored in the n-dimensional dual instead: one n x n kernel
+matrix and one eigendecomposition per fold per candidate (O(n^2 m + n^3)).
 """
 
 from __future__ import annotations
@@ -94,12 +96,16 @@ def _targets(y: np.ndarray) -> tuple[np.ndarray, str, np.ndarray]:
     return Y, "classification", idx
 
 
-def _score(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, folds: np.ndarray):
+def _score(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, folds: np.ndarray,
+           dual: bool | None = None):  # fmt: skip
     """Mean over folds of the best validation score over the alpha grid (higher is better:
-    accuracy, or minus the MSE)."""
+    accuracy, or minus the MSE).  ``dual`` (default: fewer sample rows than features):
+    by :func:`_score_dual`."""
     import scipy.linalg as sla
 
-    m = F.shape[1]
+    n, m = F.shape
+    if dual if dual is not None else n < m:
+        return _score_dual(F, Y, task, truth, folds)
     Fa = np.column_stack([F, np.ones(len(F))]).astype(np.float32)  # an unpenalized intercept
     parts = []
     for f in range(FOLDS):  # float32 products (their rounding is far below the score's noise)
@@ -129,6 +135,37 @@ def _score(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, folds: np
                 best[j] += -float(np.mean((S[:, 0] - Y[val, 0]) ** 2))
             else:
                 best[j] += float(np.mean(S.argmax(axis=1) == truth[val]))
+    j = int(np.argmax(best))
+    return best[j] / FOLDS, float(ALPHAS[j])
+
+
+def _score_dual(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, folds: np.ndarray):
+    """:func:`_score` in the n-dimensional dual (n rows < m features; rfcli.learn.dual):
+    per fold one eigendecomposition of the training rows' centred kernel matrix gives the
+    held-out predictions of every alpha (the intercept unpenalized, where the primal
+    penalizes it by 1e-9 of its diagonal); float64 throughout.  Cost O(n^2 m + n^3),
+    following the sample instead of the features."""
+    import scipy.linalg as sla
+
+    from rfcli.learn.dual import _centre_on
+
+    m = F.shape[1]
+    K = F @ F.T
+    scale = max(float(np.trace(K)) / m, 1e-12)  # the primal's trace(F'F) / m
+    best = np.zeros(len(ALPHAS))
+    for f in range(FOLDS):
+        T, V = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
+        KTT, KVT = _centre_on(K, T, V)
+        s, U = sla.eigh(KTT, check_finite=False)
+        s = np.maximum(s, 0.0)
+        ybar = Y[T].mean(axis=0)
+        R, Q = U.T @ (Y[T] - ybar), KVT @ U
+        for j, a in enumerate(ALPHAS):
+            S = Q @ (R / (s + a * scale)[:, None]) + ybar
+            if task == "regression":
+                best[j] += -float(np.mean((S[:, 0] - Y[V, 0]) ** 2))
+            else:
+                best[j] += float(np.mean(S.argmax(axis=1) == truth[V]))
     j = int(np.argmax(best))
     return best[j] / FOLDS, float(ALPHAS[j])
 

@@ -213,28 +213,40 @@ COMPLEMENT_ROWS = 160
 STALL = 1e-13
 
 
-def _line_search(a1: float, a2: float, m: np.ndarray, g: np.ndarray, C: float) -> float:
-    """The exact minimizer t >= 0 of the convex piecewise quadratic with derivative
-    ``a1 + a2 t - 2C sum_i g_i max(0, m_i - t g_i)`` (the objective along a Newton
-    direction: m the margin violations, g their rates of decrease), by a sweep over the
-    points where a row enters or leaves the margin (Keerthi & DeCoste, JMLR 2005)."""
-    act = (m > 0) | ((m == 0) & (g < 0))
-    s1, s2 = float(g[act] @ m[act]), float(g[act] @ g[act])
+def _line_searches(a1: np.ndarray, a2: np.ndarray, M: np.ndarray, G: np.ndarray,
+                   C: float) -> np.ndarray:  # fmt: skip
+    """For each row r, the exact minimizer t >= 0 of the convex piecewise quadratic with
+    derivative ``a1 + a2 t - 2C sum_i G_i max(0, M_i - t G_i)`` (the objective along a
+    Newton direction: M the margin violations, G their rates of decrease; a row not in
+    the problem has M = -1, G = 0), by a sweep over the points where a row enters or
+    leaves the margin (Keerthi & DeCoste, JMLR 2005), all columns at once."""
+    act = (M > 0) | ((M == 0) & (G < 0))
+    s1 = np.where(act, G * M, 0.0).sum(axis=1)
+    s2 = np.where(act, G * G, 0.0).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        tb = m / g
-    moves = (g != 0) & (tb > 0) & np.isfinite(tb)
-    order = np.argsort(tb[moves], kind="stable")
-    tk, gk, mk = tb[moves][order], g[moves][order], m[moves][order]
-    sign = np.where(gk > 0, -1.0, 1.0)  # g > 0: leaves the margin at t_k; g < 0: enters
-    c1 = s1 + np.concatenate([[0.0], np.cumsum(sign * gk * mk)])  # sums on each interval
-    c2 = s2 + np.concatenate([[0.0], np.cumsum(sign * gk * gk)])
-    lo = a1 - 2 * C * c1  # f'(t) = lo + t sl on interval j (before breakpoint j)
-    sl = a2 + 2 * C * c2
-    at_break = lo[:-1] + tk * sl[:-1]  # f' just before each breakpoint
-    j = int(np.argmax(at_break >= 0)) if (at_break >= 0).any() else len(tk)
-    if sl[j] <= 0:
-        return float(tk[j - 1]) if j else 0.0
-    return max(float(-lo[j] / sl[j]), 0.0)
+        tb = M / G
+    tb = np.where((G != 0) & (tb > 0) & np.isfinite(tb), tb, np.inf)
+    order = np.argsort(tb, axis=1, kind="stable")
+    tk = np.take_along_axis(tb, order, axis=1)
+    gk = np.take_along_axis(G, order, axis=1)
+    mk = np.take_along_axis(M, order, axis=1)
+    # g > 0: the row leaves the margin at t_k; g < 0: it enters (no breakpoint: 0)
+    sign = np.where(np.isfinite(tk), np.where(gk > 0, -1.0, 1.0), 0.0)
+    zero = np.zeros((len(M), 1))
+    c1 = s1[:, None] + np.hstack([zero, np.cumsum(sign * gk * mk, axis=1)])
+    c2 = s2[:, None] + np.hstack([zero, np.cumsum(sign * gk * gk, axis=1)])
+    lo = a1[:, None] - 2 * C * c1  # f'(t) = lo + t sl on interval j (before breakpoint j)
+    sl = a2[:, None] + 2 * C * c2
+    with np.errstate(invalid="ignore"):
+        at_break = np.where(np.isfinite(tk), lo[:, :-1] + tk * sl[:, :-1], np.inf)
+    at_break = np.hstack([at_break, np.full((len(M), 1), np.inf)])
+    j = np.argmax(at_break >= 0, axis=1)
+    r = np.arange(len(M))
+    lo_j, sl_j = lo[r, j], sl[r, j]
+    prev = np.where(j > 0, tk[r, np.maximum(j - 1, 0)], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(sl_j > 0, -lo_j / sl_j, prev)
+    return np.maximum(t, 0.0)
 
 
 class _FoldInverse:
@@ -345,6 +357,7 @@ def svm_newton(K, Y, train_mask, C, warm=None, max_iter=100, folds=None, tol=STA
     full = np.zeros(k, dtype=bool)  # whether that step went the whole way (t = 1)
     done = np.zeros(k, dtype=bool)
     invs: dict = {}
+    n_train = train_mask.sum(axis=0)
     steps = 0
     while steps < max_iter:
         D = np.zeros((n, k))
@@ -352,22 +365,21 @@ def svm_newton(K, Y, train_mask, C, warm=None, max_iter=100, folds=None, tol=STA
         todo = []
         cand: dict = {}  # fold -> columns whose rows outside the margin are fewer
         direct = []
+        inside = np.ascontiguousarray((train_mask & (Y * S < 1)).T)  # (k, n): rows by column
         for j in np.flatnonzero(~done):
-            A = np.flatnonzero(train_mask[:, j] & (Y[:, j] * S[:, j] < 1))
+            A = np.flatnonzero(inside[j])
             if full[j] and np.array_equal(A, used[j]):
                 done[j] = True  # at the minimizer of its own active set's quadratic: optimal
                 continue
             used[j] = A
             todo.append(j)
-            key = folds[j] if folds is not None else 0
-            nT = int(train_mask[:, j].sum())
-            if len(A) > COMPLEMENT_ROWS and nT - len(A) < len(A):
-                cand.setdefault(key, []).append(j)
+            if len(A) > COMPLEMENT_ROWS and n_train[j] - len(A) < len(A):
+                cand.setdefault(folds[j] if folds is not None else 0, []).append(j)
             else:
                 direct.append(j)
         groups: dict = {}  # fold -> columns solved through the fold's inverse
         for key, js in cand.items():
-            nT = int(train_mask[:, js[0]].sum())
+            nT = int(n_train[js[0]])
             # Cholesky flops saved against those of forming the inverse (once per fold and C)
             saved = sum(len(used[j]) ** 3 - (nT - len(used[j])) ** 3 for j in js) / 3
             if key in invs or saved > nT**3:
@@ -389,30 +401,27 @@ def svm_newton(K, Y, train_mask, C, warm=None, max_iter=100, folds=None, tol=STA
             break
         steps += 1
         cols = np.array(todo)
-        Delta = K @ D[:, cols] + Db[cols]
-        for i, j in enumerate(cols):
-            tr = train_mask[:, j]
-            d, dl = D[:, j], Delta[:, i]
-            a1 = float((S[:, j] - b[j]) @ d)
-            a2 = float(d @ (dl - Db[j]))
-            viol = (1 - Y[:, j] * S[:, j])[tr]
-            t = _line_search(a1, a2, viol, (Y[:, j] * dl)[tr], C)
-            full[j] = abs(t - 1.0) <= 1e-9
-            # the objective's decrease along the step (exact: f is quadratic on each piece)
-            new = np.maximum(viol - t * (Y[:, j] * dl)[tr], 0.0)
-            old = np.maximum(viol, 0.0)
-            gain = -(t * a1 + 0.5 * t * t * a2) + C * float(old @ old - new @ new)
-            before = 0.5 * float((S[:, j] - b[j]) @ beta[:, j]) + C * float(old @ old)
-            if gain <= tol * max(before, 1e-300):
-                # a row sits on the margin within rounding and toggles: nothing to gain
-                done[j] = True
-            beta[:, j] += t * d
-            b[j] += t * Db[j]
-            S[:, j] += t * dl
-    KB = K @ beta
-    S = KB + b
-    viol = np.maximum(1 - Y * S, 0.0) * train_mask
-    objective = 0.5 * float(np.einsum("ij,ij->", beta, KB)) + C * float(np.sum(viol**2))
+        Dc, Dbc, Sc, bc = D[:, cols], Db[cols], S[:, cols], b[cols]
+        Yc, Tc = Y[:, cols], train_mask[:, cols]
+        Delta = K @ Dc + Dbc
+        a1 = np.einsum("ij,ij->j", Sc - bc, Dc)  # beta'K d
+        a2 = np.einsum("ij,ij->j", Dc, Delta - Dbc)  # d'K d
+        viol = np.where(Tc, 1 - Yc * Sc, -1.0)
+        rate = np.where(Tc, Yc * Delta, 0.0)
+        t = _line_searches(a1, a2, viol.T, rate.T, C)
+        full[cols] = np.abs(t - 1.0) <= 1e-9
+        # the objective's decrease along the step (exact: f is quadratic on each piece)
+        old = np.square(np.maximum(viol, 0.0)).sum(axis=0)
+        new = np.square(np.maximum(viol - t * rate, 0.0)).sum(axis=0)
+        gain = -(t * a1 + 0.5 * t * t * a2) + C * (old - new)
+        before = 0.5 * np.einsum("ij,ij->j", Sc - bc, beta[:, cols]) + C * old
+        # a row on the margin within rounding can enter and leave forever: nothing to gain
+        done[cols] |= gain <= tol * np.maximum(before, 1e-300)
+        beta[:, cols] += t * Dc
+        b[cols] += t * Dbc
+        S[:, cols] = Sc + t * Delta
+    viol = np.maximum(1 - Y * S, 0.0) * train_mask  # S = K beta + b, kept along the steps
+    objective = 0.5 * float(np.einsum("ij,ij->", beta, S - b)) + C * float(np.sum(viol**2))
     converged = bool(done.all())
     report = {
         "C": C,

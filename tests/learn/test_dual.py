@@ -202,3 +202,12 @@ def test_dual_svm_train_cv_and_model(wide_cls):
             close = int(np.sum(top2[:, 1] - top2[:, 0] <= 1e-6))
             acc = float(np.mean(S.argmax(1) == idx[te]))
             assert abs(r["cv"]["fold_scores"][C][f] - acc) <= close / te.sum() + 1e-12, (C, f)
+
+
+@pytest.mark.parametrize("model", ["svm", "krr"])
+def test_dual_models_do_not_depend_on_the_threads(wide_cls, model):
+    """The columns' Newton systems run on the engine's threads; every column's arithmetic
+    is the same on any of them: models bit-identical for 1 and 3 threads."""
+    one = train(wide_cls, None, TrainSettings(model=model), threads=1).model
+    three = train(wide_cls, None, TrainSettings(model=model), threads=3).model
+    assert np.array_equal(one.W, three.W) and np.array_equal(one.b, three.b)

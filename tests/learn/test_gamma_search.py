@@ -184,3 +184,28 @@ def test_nearest_neighbour_gamma_of_a_grid():
     X = np.c_[x, 2 * x]  # the nearest neighbour along the diagonal: (h, 2h)
     assert nearest_neighbour_gamma(X) == pytest.approx(1 / (5 * h**2))
     assert nearest_neighbour_gamma(np.ones((5, 2))) == float("inf")
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_a_sample_smaller_than_the_features_is_scored_in_the_dual(task):
+    """n = 150 sample rows, m = 256 features: the dual's validation score and alpha equal
+    the primal's (its float32 products and 1e-9 penalty on the intercept move scores by
+    about 1e-6 relative; a fold not re-centred or a wrong alpha scale moves them by
+    percents)."""
+    from rfcli.learn import bandwidth as bw
+    from rfcli.random import keyed_uniform
+
+    rng = np.random.default_rng(1)
+    n, m = 150, 256
+    X = rng.uniform(-1, 1, (n, 3))
+    F = np.sqrt(2 / m) * np.cos(X @ rng.normal(0, 2, (3, m)) + rng.uniform(0, 7, m))
+    if task == "regression":
+        y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=n)
+    else:
+        y = (X[:, 0] + X[:, 1] > 0).astype(int) + (X[:, 2] > 0.5)
+    Y, t, truth = bw._targets(y)
+    folds = (keyed_uniform(0, np.arange(n), 1)[:, 0] * bw.FOLDS).astype(int)
+    dual = bw._score(F, Y, t, truth, folds)  # the default for n < m
+    primal = bw._score(F, Y, t, truth, folds, dual=False)
+    assert dual[1] == primal[1]
+    assert dual[0] == pytest.approx(primal[0], rel=1e-5)
