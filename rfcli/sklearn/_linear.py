@@ -71,7 +71,10 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     preconditioned with the features' Gram matrix) on their decoded features; ``C="auto"``
     picks C by k-fold cross-validation over 0.01 .. 100 (extended at the edges).  The
     rows are kept between passes as decoded features or packed codes when they fit
-    (at most min(2 GiB, memory/4)), else encoded again in every pass.
+    (at most min(2 GiB, memory/4)), else encoded again in every pass.  With fewer rows
+    than ``n_features`` (and the squared hinge) it solves the same problem in the
+    n-dimensional dual instead: finite Newton steps on the rows' kernel matrix, exact
+    (docs/learning.md, Small data).
 
     Parameters
     ----------
@@ -172,7 +175,10 @@ class RandomFeatureRidge(RegressorMixin, _LinearBase):
     statistics (``rfcli train --model krr``): one pass over X's chunks accumulates
     ``Phi'Phi``, ``Phi'Y`` and the sums in float64, the weights solve
     ``(Phi_c'Phi_c + alpha I) W = Phi_c'Y_c`` (intercept not penalized).  Memory: the input
-    plus O(n_features^2), never n x n_features.  Multi-output y is supported.
+    plus O(n_features^2), never n x n_features.  With fewer rows n than ``n_features`` it
+    solves the same problem in the n-dimensional dual (the rows' n x n kernel matrix,
+    float64; the n x n_features features are then kept, less than the statistics).
+    Multi-output y is supported.
 
     Parameters
     ----------
@@ -181,7 +187,8 @@ class RandomFeatureRidge(RegressorMixin, _LinearBase):
         The encoder, as in :class:`RandomFeatures` (``gamma="search"``: one output only).
     alpha : float or "auto", default="auto"
         Penalty; "auto": chosen by ``cv_folds``-fold cross-validation over
-        ``10^-7 .. 10^1 * trace(Phi_c'Phi_c)/m`` (extended at the edges), from the
+        ``10^-7 .. 10^1 * trace(Phi_c'Phi_c)/m`` (extended at the edges; floored at the
+        float32 rounding of the statistics, rfcli.learn.ridge.alpha_floor), from the
         statistics of the same single pass.
     normalized : bool, default=False
         Unit feature rows (Li & Li's normalized estimator).
