@@ -292,7 +292,11 @@ def _spd_solve(M: np.ndarray, R: np.ndarray) -> np.ndarray:
 
 def _direct_point(K, lam, A, yA):
     """The minimizer over (beta on A, b) of the quadratic with the rows A inside the margin:
-    ``(K_AA + lam I) beta + b = y_A, 1'beta = 0``; returns (beta_A, b)."""
+    ``(K_AA + lam I) beta + b = y_A, 1'beta = 0``; returns (beta_A, b).  No row inside:
+    beta = 0 and b stays (nan).  (The minimizer is w = 0 with every row outside the
+    margin; a column whose training rows are all of one side ends there.)"""
+    if not len(A):
+        return np.zeros(0), np.nan
     return _with_intercept(
         _spd_solve(_principal(K, A, lam), np.column_stack([yA, np.ones(len(A))]))
     )
@@ -335,7 +339,7 @@ def _set_step(D, Db, beta, b, j, A, bA, bb) -> None:
     """Column j's step towards its Newton point (beta_A on the rows A, intercept bb)."""
     D[:, j] = -beta[:, j]
     D[A, j] += bA
-    Db[j] = bb - b[j]
+    Db[j] = 0.0 if np.isnan(bb) else bb - b[j]
 
 
 def svm_newton(K, Y, train_mask, C, warm=None, max_iter=100, folds=None, tol=STALL,

@@ -211,3 +211,15 @@ def test_dual_models_do_not_depend_on_the_threads(wide_cls, model):
     one = train(wide_cls, None, TrainSettings(model=model), threads=1).model
     three = train(wide_cls, None, TrainSettings(model=model), threads=3).model
     assert np.array_equal(one.W, three.W) and np.array_equal(one.b, three.b)
+
+
+def test_svm_newton_column_of_one_class_ends_at_zero_weights():
+    """A column whose training rows are all of one side: w = 0 and b = -1 (every row on
+    the margin, zero loss), reached although the set of rows inside becomes empty."""
+    rng = np.random.default_rng(6)
+    F = rng.normal(size=(40, 64)) / 8
+    kern = dual.Kernel(dual.Rows([(0, F.astype(np.float32), np.zeros(40))]))
+    Y = np.column_stack([-np.ones(40), np.sign(rng.normal(size=40))])
+    beta, b, S, rep = dual.svm_newton(kern.K, Y, np.ones((40, 2), dtype=bool), 1.0)
+    assert rep["converged"]
+    assert np.abs(beta[:, 0]).max() == 0 and b[0] == pytest.approx(-1.0)
