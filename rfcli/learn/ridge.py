@@ -253,7 +253,8 @@ FLOOR_FACTOR = 10.0
 
 def alpha_floor(stats: RidgeStats) -> float:
     """The smallest alpha the float32 statistics can resolve: ``FLOOR_FACTOR * u *
-    sqrt(R) * scale`` (u = 2^-24, R the most rows of one float32 block product, scale =
+    sqrt(R) * scale`` (u = 2^-24, R the most rows one float32 block product can sum:
+    ``min(SUB_ROWS32, n)``, scale =
     ``trace(G_c) / m``; 0 for float64 statistics).
 
     A float32 sum of R products of shifted features rounds each Gram entry by about
@@ -265,7 +266,11 @@ def alpha_floor(stats: RidgeStats) -> float:
     exact statistics' solution, at ``1e-5 * scale`` 2-7% off, at ``1e-4 * scale`` 0.3-0.8%."""
     if stats.block_rows == 0:
         return 0.0
-    return FLOOR_FACTOR * 2.0**-24 * float(np.sqrt(stats.block_rows)) * _scale(stats)
+    # R: the most rows a block product can hold, not the most one held, which depends on how
+    # an engine grouped the rows (the local engine's row groups, Dask's slices): the same
+    # floor, so the same alpha grid, on every engine
+    R = min(stats.SUB_ROWS32, stats.n)
+    return FLOOR_FACTOR * 2.0**-24 * float(np.sqrt(R)) * _scale(stats)
 
 
 def _scale(stats: RidgeStats) -> float:
