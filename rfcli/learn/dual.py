@@ -22,8 +22,8 @@ path's (the same problem, solved exactly instead of from float32 statistics).
   at the exact optimum of the primal.
 
 Which path runs depends on n and m only (:func:`use_dual`), never on threads or caches;
-the products run inside the job's engine, on its one BLAS thread, so the models do not
-depend on the thread count either.
+the products run on one BLAS thread (:func:`rfcli.threads.one_blas_thread`, as the
+engines' passes), so the models depend neither on the thread count nor on the engine.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from rfcli.learn.data import fold_ids
+from rfcli.threads import one_blas_thread
 
 
 def use_dual(n_rows: int | None, n_features: int) -> bool:
@@ -164,7 +165,14 @@ def train_ridge(passes, targets, seed: int, n_folds: int, alpha, default_index: 
                 normalized: bool, progress=None):  # fmt: skip
     """KRR in the dual (the report as rfcli.jobs.train's primal path writes it): alpha
     given, chosen by ``n_folds``-fold cross-validation (``n_folds`` >= 2), or the grid's
-    entry ``default_index``."""
+    entry ``default_index``.  On one BLAS thread (as the engines' passes: the same
+    products whatever the engine or the cores)."""
+    with one_blas_thread():
+        return _train_ridge(passes, targets, seed, n_folds, alpha, default_index, normalized,
+                            progress)  # fmt: skip
+
+
+def _train_ridge(passes, targets, seed, n_folds, alpha, default_index, normalized, progress):
     from rfcli.learn import selection
     from rfcli.learn.ridge import RidgeModel, alpha_grid
 
@@ -450,11 +458,15 @@ def train_svm(passes, targets, seed: int, n_folds: int, C, grid, default_C: floa
     if threads > 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(threads, thread_name_prefix="rfcli-newton") as pool:
+        with (
+            one_blas_thread(),
+            ThreadPoolExecutor(threads, thread_name_prefix="rfcli-newton") as pool,
+        ):
             return _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter,
                               normalized, progress, pool)  # fmt: skip
-    return _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, normalized,
-                      progress, None)  # fmt: skip
+    with one_blas_thread():
+        return _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter,
+                          normalized, progress, None)  # fmt: skip
 
 
 def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, normalized,
