@@ -100,7 +100,19 @@ class Engine:
         pass
 
     def __enter__(self):
+        # one BLAS thread for the whole job, its client-side solves included, set once here
+        # (a process-wide limit, counted: jobs in threads of one process share it)
+        from rfcli.threads import one_blas_thread
+
+        if getattr(self, "_blas", None) is None:
+            self._blas = one_blas_thread()
+            self._blas.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self.close()
+        try:
+            self.close()
+        finally:
+            blas, self._blas = getattr(self, "_blas", None), None
+            if blas is not None:
+                blas.__exit__(None, None, None)

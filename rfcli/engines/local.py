@@ -139,15 +139,6 @@ class LocalEngine(Engine):
         #: cores to use: encode worker threads and pass threads, each with one BLAS thread
         self.threads = threads or default_threads()
         self._pool: ThreadPoolExecutor | None = None
-        self._blas = None
-
-    def __enter__(self):
-        # one BLAS thread for the whole job, set once here (a process-wide limit, counted:
-        # two jobs in threads of one process share it; see rfcli.threads)
-        if self._blas is None:
-            self._blas = one_blas_thread()
-            self._blas.__enter__()
-        return self
 
     @property
     def pool(self) -> ThreadPoolExecutor | None:
@@ -160,9 +151,6 @@ class LocalEngine(Engine):
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        if self._blas is not None:
-            self._blas.__exit__(None, None, None)
-            self._blas = None
 
     def fit_encoder(self, source, sel, settings, read, fmap=None):
         """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe),
