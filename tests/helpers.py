@@ -94,3 +94,22 @@ def ridge_engines_tolerance(store: str, W: np.ndarray, alpha: float) -> float:
     F = np.concatenate([f for _, f in FeatureStore(store).iter_features()]).astype(np.float64)
     dG = np.sqrt(len(F)) * np.finfo(np.float32).eps * (F**2).sum(0).max()
     return 2 * dG * float(np.linalg.norm(W)) / alpha
+
+
+def decoded(store) -> tuple[np.ndarray, np.ndarray | None]:
+    """A store's decoded features (float64, all rows) and its label codes."""
+    from rfcli.io.store import FeatureStore
+
+    st = FeatureStore(store)
+    F = np.concatenate([f for _, f in st.iter_features()]).astype(np.float64)
+    return F, st.labels()
+
+
+def ridge_solution(F, Y, alpha):
+    """The primal ridge solution in float64 (intercept unpenalized): W, b and the system
+    matrix Fc'Fc + alpha I."""
+    mF, mY = F.mean(0), Y.mean(0)
+    Fc = F - mF
+    H = Fc.T @ Fc + alpha * np.eye(F.shape[1])
+    W = np.linalg.solve(H, Fc.T @ (Y - mY))
+    return W, mY - mF @ W, H

@@ -8,11 +8,11 @@ import os
 import numpy as np
 import pytest
 
-from rfcli import EncodeSettings, FeatureStore, ReadSettings, encode
+from rfcli import EncodeSettings, ReadSettings, encode
 from rfcli.jobs.train import TrainSettings, train
 from rfcli.learn import dual
 from rfcli.learn.data import fold_ids
-from tests.helpers import write_parquet
+from tests.helpers import decoded, ridge_solution, write_parquet
 
 M = 256
 
@@ -49,20 +49,6 @@ def wide_cls(tmp_path_factory, letter_small):
     return store
 
 
-def _decoded(store):
-    st = FeatureStore(store)
-    F = np.concatenate([f for _, f in st.iter_features()]).astype(np.float64)
-    return F, st.labels()
-
-
-def _ridge(F, Y, alpha):
-    """The primal solution in float64 (intercept unpenalized)."""
-    mF, mY = F.mean(0), Y.mean(0)
-    Fc = F - mF
-    W = np.linalg.solve(Fc.T @ Fc + alpha * np.eye(F.shape[1]), Fc.T @ (Y - mY))
-    return W, mY - mF @ W
-
-
 def test_the_path_depends_on_rows_and_features_only():
     assert dual.use_dual(100, 256) and not dual.use_dual(256, 256)
     assert not dual.use_dual(None, 256) and not dual.use_dual(0, 256)
@@ -78,17 +64,17 @@ def test_dual_krr_cv_and_refit_equal_the_primal_solves(wide_reg):
     r = res.report
     assert r["solver"] == "dual"
     cv = r["cv"]
-    F, y = _decoded(wide_reg)
+    F, y = decoded(wide_reg)
     Y = y.astype(np.float64)[:, None]
     fid = fold_ids(0, 0, len(F), 5)
     assert cv["fold_rows"] == np.bincount(fid).tolist()
     for alpha in cv["grid"]:
         for f in range(5):
             tr, te = fid != f, fid == f
-            W, b = _ridge(F[tr], Y[tr], alpha)
+            W, b, _ = ridge_solution(F[tr], Y[tr], alpha)
             mse = float(np.mean((Y[te] - F[te] @ W - b) ** 2))
             assert cv["fold_scores"][alpha][f] == pytest.approx(mse, rel=1e-6), (alpha, f)
-    W, b = _ridge(F, Y, r["alpha"])
+    W, b, _ = ridge_solution(F, Y, r["alpha"])
     np.testing.assert_allclose(res.model.W, W, rtol=1e-6, atol=1e-9 * np.abs(W).max())
     np.testing.assert_allclose(res.model.b, b, rtol=1e-6)
     assert r["train_mse"] == pytest.approx(float(np.mean((Y - F @ W - b) ** 2)), rel=1e-8)
@@ -99,7 +85,7 @@ def test_dual_krr_classification_and_given_alpha(wide_cls):
     best scores are within 1e-9 may flip), and a given alpha's model."""
     res = train(wide_cls, None, TrainSettings(model="krr"))
     cv = res.report["cv"]
-    F, y = _decoded(wide_cls)
+    F, y = decoded(wide_cls)
     classes = sorted(set(y.tolist()))
     idx = np.searchsorted(classes, y)
     Y = np.eye(len(classes))[idx]
@@ -107,14 +93,14 @@ def test_dual_krr_classification_and_given_alpha(wide_cls):
     for alpha in cv["grid"][::3]:
         for f in range(5):
             tr, te = fid != f, fid == f
-            W, b = _ridge(F[tr], Y[tr], alpha)
+            W, b, _ = ridge_solution(F[tr], Y[tr], alpha)
             S = F[te] @ W + b
             top2 = np.sort(S, axis=1)[:, -2:]
             close = int(np.sum(top2[:, 1] - top2[:, 0] <= 1e-9))
             acc = float(np.mean(S.argmax(1) == idx[te]))
             assert abs(cv["fold_scores"][alpha][f] - acc) <= close / te.sum() + 1e-12
     given = train(wide_cls, None, TrainSettings(model="krr", alpha=0.5)).model
-    W, b = _ridge(F, Y, 0.5)
+    W, b, _ = ridge_solution(F, Y, 0.5)
     np.testing.assert_allclose(given.W, W, rtol=1e-7, atol=1e-10 * np.abs(W).max())
 
 
@@ -182,7 +168,7 @@ def test_dual_svm_train_cv_and_model(wide_cls):
     res = train(wide_cls, None, TrainSettings(model="svm"))
     r = res.report
     assert r["solver"] == "dual" and r["converged"] and r["C"] == r["cv"]["chosen"]
-    F, y = _decoded(wide_cls)
+    F, y = decoded(wide_cls)
     idx = res.model.targets.index(y)
     k = len(res.model.targets.classes)
     Y = np.where(idx[:, None] == np.arange(k)[None, :], 1.0, -1.0)

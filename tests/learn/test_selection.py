@@ -16,7 +16,7 @@ from rfcli.learn import selection
 from rfcli.learn.data import StoreData, fold_ids
 from rfcli.learn.selection import fold_sizes
 from rfcli.learn.svm import fit_svm, loss_terms
-from tests.helpers import write_parquet
+from tests.helpers import decoded, ridge_solution, write_parquet
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -128,19 +128,6 @@ def regression(tmp_path_factory):
     return store
 
 
-def _decoded(store):
-    st = FeatureStore(store)
-    F = np.concatenate([f for _, f in st.iter_features()]).astype(np.float64)
-    return F, st.labels()
-
-
-def _ridge(F, Y, alpha):
-    mF, mY = F.mean(0), Y.mean(0)
-    Fc = F - mF
-    W = np.linalg.solve(Fc.T @ Fc + alpha * np.eye(F.shape[1]), Fc.T @ (Y - mY))
-    return W, mY - mF @ W, Fc.T @ Fc + alpha * np.eye(F.shape[1])
-
-
 def _float32_perturbation(F):
     """Bound on the float32 rounding of the streamed Phi'Phi (see the KRR dense test):
     about sqrt(n) eps32 max_j sum_i F_ij^2."""
@@ -155,7 +142,7 @@ def test_krr_regression_cv_equals_brute_force_per_fold(regression):
     2 rms(r) ||F dw|| / sqrt(n_f) + ||F dw||^2 / n_f over the n_f held-out rows."""
     res = train(regression, None, TrainSettings(model="krr"))
     cv = res.report["cv"]
-    F, y = _decoded(regression)
+    F, y = decoded(regression)
     Y = y.astype(np.float64)[:, None]
     fid = fold_ids(0, 0, len(F), 5)
     dG = _float32_perturbation(F)
@@ -163,7 +150,7 @@ def test_krr_regression_cv_equals_brute_force_per_fold(regression):
     for alpha in cv["grid"]:
         for f in range(5):
             tr, te = fid != f, fid == f
-            W, b, H = _ridge(F[tr], Y[tr], alpha)
+            W, b, H = ridge_solution(F[tr], Y[tr], alpha)
             r = Y[te] - F[te] @ W - b
             mse = float(np.mean(r**2))
             dw = dG * np.linalg.norm(W) / np.linalg.eigvalsh(H)[0]
@@ -182,7 +169,7 @@ def test_krr_classification_cv_equals_brute_force_per_fold(small):
     scores (||phi|| ||dW|| + |db|, dW as in the regression test)."""
     res = train(small, None, TrainSettings(model="krr"))
     cv = res.report["cv"]
-    F, y = _decoded(small)
+    F, y = decoded(small)
     classes = sorted(set(y.tolist()))
     idx = np.searchsorted(classes, y)
     Y = np.eye(len(classes))[idx]
@@ -192,7 +179,7 @@ def test_krr_classification_cv_equals_brute_force_per_fold(small):
     for alpha in cv["grid"]:
         for f in range(5):
             tr, te = fid != f, fid == f
-            W, b, H = _ridge(F[tr], Y[tr], alpha)
+            W, b, H = ridge_solution(F[tr], Y[tr], alpha)
             S = F[te] @ W + b
             dW = dG * np.linalg.norm(W) / np.linalg.eigvalsh(H)[0]
             bound = np.linalg.norm(F[te], axis=1) * dW + np.abs(F[tr].mean(0)).sum() * dW
@@ -227,7 +214,7 @@ def test_svm_cv_folds_equal_separate_fits(small):
 
     gram = augmented_gram(stats) * (1 - 1 / nf)
     W, b, rep = fit_svm(stacked, m, nf * k, C, gram=gram, tol=1e-12, max_iter=5000)
-    F, y = _decoded(small)
+    F, y = decoded(small)
     idx = targets.index(y)
     fid = fold_ids(0, 0, len(F), nf)
     total = 0.0
@@ -347,7 +334,7 @@ def test_binary_svm_selection(tmp_path):
     assert res.model.W.shape == (32, 1) and min(cv["mean"].values()) > 0.5
     assert max(cv["mean"].values()) > 0.85
     # the chosen C's fold 0 model, refitted alone on folds 1 and 2, scores fold 0 the same
-    F, _ = _decoded(store)
+    F, _ = decoded(store)
     fid = fold_ids(0, 0, n, 3)
     C = res.report["C"]
     tr = fid != 0
