@@ -115,19 +115,18 @@ def test_gpr_rff_baseline_and_errors(tmp_path):
     assert r.exit_code == 2 and "d <= 3" in r.stderr
 
 
-def test_gpr_and_predict_on_dask_through_the_cli(tmp_path):
-    """The CLI wiring of --engine dask for train --model gpr and predict (a local cluster of
-    2 workers started by rfcli): the same model report and the same predictions file."""
-    import pytest
-
-    pytest.importorskip("distributed")
+def test_gpr_and_predict_on_dask_through_the_cli(tmp_path, scheduler):
+    """The CLI wiring of --engine dask for train --model gpr (a local cluster of 2 workers
+    started by rfcli) and predict (--scheduler: the tests' running cluster): the same model
+    report and the same predictions file."""
     outs = {}
     for engine in ("local", "dask"):
         model, pred = tmp_path / f"{engine}.npz", tmp_path / f"{engine}.csv"
         r = invoke("train", QUAKES_TR, "--model", "gpr", "--label", "y", *FAST, "--engine",
                    engine, "-o", model)  # fmt: skip
         assert r.exit_code == 0, r.output
-        r = invoke("predict", model, QUAKES_TE, "--engine", engine, "-o", pred)
+        where = ["--scheduler", scheduler] if engine == "dask" else []
+        r = invoke("predict", model, QUAKES_TE, "--engine", engine, *where, "-o", pred)
         assert r.exit_code == 0, r.output
         outs[engine] = np.loadtxt(pred, delimiter=",", skiprows=1)
     # predictions of hyperparameters learned from statistics equal up to summation order
