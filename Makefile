@@ -22,7 +22,7 @@ $(VENV)/.runtime: pyproject.toml
 	$(PY) -m compileall -q rfcli
 	touch $@
 
-# the runtime and the test extras (pytest, hypothesis, dask, s3fs, moto): `make test`
+# the runtime and the test extras (pytest, pytest-xdist, hypothesis, dask, s3fs, moto): `make test`
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -63,8 +63,10 @@ demo: runtime
 	@$(RFCLI) evaluate $(DEMO)/svm.f32.npz $(DEMO)/test.f32.zarr --json > $(DEMO)/eval.f32.json
 	@$(PY) bench/demo_summary.py $(DEMO)
 
+# two pytest workers (pytest-xdist), each taking whole test files, so that a file's module
+# fixtures are built once: the suite's wall time on 2 cores
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: install
 	$(PY) -m pip install --quiet -e '.[dev]'
