@@ -191,6 +191,9 @@ CLI_PHRASES = [
      "use a store with fewer features or raise --memory", "memory", None),
     ("lower n_features (or threads), or set memory to allow more",
      "use a smaller -m (or fewer --threads), or raise --memory to allow more", "memory", None),
+    ("raise memory, loosen tol, give narrower lengthscale_bounds, or set nodes/cutoff by hand",
+     "raise --memory, loosen --kernel-tol, give narrower --lengthscale-bounds, or set --nodes/"
+     "--cutoff by hand", "memory", None),
     ("add normalize_rows or standardize", "add --normalize-rows or --standardize",
      "normalize_rows", None),
     ("(give a numeric gamma)", "(give a numeric --gamma)", "gamma", None),

@@ -38,7 +38,7 @@ MODEL_OPTIONS = {
     "krr": ("normalized", "alpha", "task", "cv_folds", "memory"),
     "gpr": ("label", "on_nan", "delimiter", "standardize", "gp_features", "n_features",
             "gp_kernel", "learn", "ard", "noise_bounds", "lengthscale", "lengthscale_bounds",
-            "kernel_tol", "nodes", "cutoff"),
+            "kernel_tol", "nodes", "cutoff", "memory"),
 }  # fmt: skip
 #: gpr options that apply to raw INPUT only (a store's label, preprocessing and map are fixed)
 GPR_RAW_ONLY = ("label", "on_nan", "delimiter", "standardize", "gp_features", "n_features",
@@ -297,8 +297,9 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 @click.option(
     "--memory",
     type=MemorySize(),
-    help="svm/krr: memory budget for the working arrays, e.g. 2G (default: physical "
-    "memory); refuses models whose m x m matrices cannot fit, sizes chunks and the SVM cache.",
+    help="svm/krr/gpr: memory budget for the working arrays, e.g. 2G (default: physical "
+    "memory); refuses models whose m x m matrices cannot fit (gpr: sizes the quadrature "
+    "rule), sizes chunks and the SVM cache.",
 )
 @glf_quadrature_options
 @engine_options
@@ -485,6 +486,7 @@ def _gpr_lines(ui, r: dict, output: str) -> None:
             "quadrature nodes by level: "
             + " -> ".join(str(lv["nodes"]) for lv in r["levels"])
             + f"; kernel error at the optimum {r['probe_error']:.2g}"
+            + (f" (noise/signal {r['noise_to_signal']:.2g})" if "noise_to_signal" in r else "")
             + ("" if r.get("converged", True) else " (levels NOT converged)")
         )
     elif levels and levels[-1].get("probe_error") is not None:

@@ -7,9 +7,17 @@ the bounds, the exact GP on the row sample scans all of them, and its best point
 start when it lies outside the resolved range and beats the best point inside.  Then
 *levels*: a rule valid on a trust region around the best scan points (x/ F_OUT), one pass,
 L-BFGS-B within the trust region; recentred on the optimum (a new pass) until the optimum
-lies inside the region (x/ F_IN), the kernel error at the optimum meets ``tol`` and a rule
-for the optimum would not be much smaller -- so the nodes follow the lengthscales reached,
-not the worst case of the bounds.  The shared learning steps are :mod:`rfcli.jobs.gpr_learn`.
+lies inside the region (x/ F_IN), the kernel error at the optimum meets the tolerance and a
+rule for the optimum would not be much smaller -- so the nodes follow the lengthscales
+reached, not the worst case of the bounds.
+
+The tolerance follows the learned noise: the kernel error at the optimum must be at most
+``tol`` and at most NOISE_SHARE x the learned noise/signal ratio (a quadrature error as large
+as the noise would be learned as extra noise).  When it is not, the tolerance becomes
+NOISE_REFINE x that ratio and the levels go on with finer rules.  Rules are sized by their
+pruned node count against the memory budget (``memory``; default the machine's physical
+memory: :func:`rfcli.learn.gpr.max_gp_nodes`).  The shared learning steps are
+:mod:`rfcli.jobs.gpr_learn`.
 """
 
 from __future__ import annotations
@@ -29,12 +37,21 @@ from rfcli.jobs.gpr_learn import (
     theta_of,
     timed,
 )
-from rfcli.learn.gpr import GPStats, Reduced, fit_hyperparameters, glf_spectral, lml_and_grad
+from rfcli.learn.gpr import (
+    GPStats,
+    Reduced,
+    fit_hyperparameters,
+    glf_spectral,
+    gp_memory_need,
+    lml_and_grad,
+    max_gp_nodes,
+)
 from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, scan
 from rfcli.maps import glf_rules
 from rfcli.maps.base import FeatureMap
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import RuleTooLarge
+from rfcli.memory import human, physical_memory
 from rfcli.threads import one_blas_thread
 
 #: a level's rule serves lengthscales within a factor F_OUT of its centre; a level is final
@@ -44,6 +61,9 @@ F_OUT, F_IN = 1.5, 1.2
 SHRINK = 0.8
 #: starts whose trust regions fit in a factor GROUP_RATIO share a rule; groups refined apart
 GROUP_RATIO, MAX_GROUPS = 6.0, 2
+#: the kernel error at the optimum must be at most NOISE_SHARE x noise/signal; when it is
+#: not, the rules are refined to NOISE_REFINE x noise/signal (room for the noise to move)
+NOISE_SHARE, NOISE_REFINE = 0.3, 0.1
 
 
 class InputsAndFeatures(FeatureMap):
@@ -121,26 +141,35 @@ class Levels:
         self.levels: list[dict] = []
         self.history: list[dict] = []
         self._designs: dict = {}
+        self.tol = float(s.tol)  # lowered when the learned noise asks for it
+        self.budget = s.memory if s.memory is not None else physical_memory()
+        self.max_nodes = max_gp_nodes(self.budget, threads)
 
     # -- rules and passes -------------------------------------------------------------------
     def _map(self, ranges: np.ndarray) -> GaussLegendreMap:
         """A rule valid on ``ranges`` (n_ell, 2) over the current box (designs are cached;
         RuleTooLarge too)."""
         s = self.s
-        key = (ranges.round(12).tobytes(), self.width.round(12).tobytes())
+        key = (ranges.round(12).tobytes(), self.width.round(12).tobytes(), self.tol)
         if key not in self._designs:
             lb = ranges[0].tolist() if self.n_ell == 1 else ranges.tolist()
             fmap = GaussLegendreMap(
                 kernel=s.kernel,
                 lengthscale_bounds=lb,
-                tol=s.tol,
+                tol=self.tol,
                 nodes=s.nodes,
                 cutoff=s.cutoff,
                 seed=s.seed,
+                max_nodes=self.max_nodes,
             )
             with timed(self.clock, "rule design"), one_blas_thread():
                 try:
                     self._designs[key] = fmap.fit(self.d, box=(np.zeros(self.d), self.width))
+                    if len(fmap.w_) > self.max_nodes:  # nodes given by hand
+                        q = fmap.q_
+                        raise RuleTooLarge(
+                            f"GLF nodes={q} make {len(fmap.w_)} nodes, more than "
+                            f"{self.max_nodes}", len(fmap.w_), q, fmap.L_)  # fmt: skip
                 except RuleTooLarge as e:
                     self._designs[key] = e
         out = self._designs[key]
@@ -157,7 +186,7 @@ class Levels:
         if ext.sample is not None:
             self.xy = ext.sample.rows
         _, _, c, yty = st.standardized()
-        with timed(self.clock, "eigenbasis of G"), one_blas_thread():
+        with timed(self.clock, "factor of G"), one_blas_thread():
             red = Reduced(st.G, c, yty, st.n)
         return none_encoder(self.base, fmap), st, red, glf_spectral(fmap, self.s.ard)
 
@@ -166,12 +195,13 @@ class Levels:
         return np.broadcast_to(np.asarray(ell, float), (self.d,)) if self.n_ell == 1 else ell
 
     def _too_large(self, e: RuleTooLarge, what: str):
-        budget = glf_rules.MAX_NODES
+        need = gp_memory_need(2 * e.nodes, self.threads)
+        whose = "memory" if self.s.memory is not None else "this machine's physical memory"
         return UsageError(
-            f"{e}, {what}; "
-            f"the budget is {budget} nodes ({2 * budget} features, G of "
-            f"{(2 * budget) ** 2 * 8 / 2**20:.0f} MiB): loosen tol, give narrower "
-            "lengthscale_bounds, set nodes/cutoff by hand, or use features='rff'"
+            f"{e}, {what}: {2 * e.nodes} features need about {human(need)} of memory for "
+            f"the GP's {2 * e.nodes} x {2 * e.nodes} matrices, over the budget of "
+            f"{human(self.budget)} ({whose}; {self.max_nodes} nodes fit): raise memory, "
+            "loosen tol, give narrower lengthscale_bounds, or set nodes/cutoff by hand"
         )
 
     # -- the whole search -------------------------------------------------------------------
@@ -378,7 +408,21 @@ class Levels:
             )
             state = (enc, st, red, spectral, theta, self.history, level)
             nxt = self._trust([ell])
-            if inside and level["probe_error"] <= s.tol:
+            noise_tol = NOISE_SHARE * level["noise_to_signal"]
+            if inside and level["probe_error"] <= self.tol and level["probe_error"] > noise_tol:
+                # the quadrature error would be learned as noise: finer rules from here
+                self.tol = NOISE_REFINE * level["noise_to_signal"]
+                level["refine_for_noise"] = self.tol
+                try:
+                    self._map(nxt)
+                except RuleTooLarge as e:
+                    self.report["kernel_error_note"] = (
+                        f"the kernel error at the optimum ({level['probe_error']:.2g}) exceeds "
+                        f"{NOISE_SHARE} x the learned noise/signal ({noise_tol:.2g}); a finer "
+                        f"rule does not fit: {self._too_large(e, 'for that tolerance')}"
+                    )
+                    return state, level["lml"], True
+            elif inside and level["probe_error"] <= self.tol:
                 try:
                     smaller = len(self._map(nxt).w_) < SHRINK * len(fmap.w_)
                 except RuleTooLarge:
@@ -405,6 +449,8 @@ class Levels:
                 lml, _ = lml_and_grad(theta, red, spectral, need_grad=False)
             level.update(
                 lengthscale=[float(v) for v in ell],
+                noise_to_signal=float(np.exp(theta[-1] - theta[0])),
+                kernel_tol=self.tol,
                 lml=float(lml),
                 iterations=int(sum(h["iterations"] for h in history)),
                 probe_error=fmap.probe_error(self.width, self._full(ell)),
@@ -418,5 +464,9 @@ class Levels:
         level = level or self.levels[-1]
         self.report["levels"] = self.levels
         self.report["probe_error"] = level.get("probe_error")
+        if "noise_to_signal" in level:  # the kernel error at the optimum beside the noise
+            self.report["noise_to_signal"] = level["noise_to_signal"]
+            self.report["kernel_tol"] = level["kernel_tol"]
+        self.report["node_budget"] = self.max_nodes
         fit = Fit(enc, st, red, spectral, theta, history, "glf", self.n_ell, [])
         return fit, self.passes

@@ -81,7 +81,10 @@ class GPRSettings(Validated):
     signal_bounds: tuple[float, float] = (1e-3, 1e3)
     lengthscale: float | None = None  # fixed lengthscale without --learn (default: geometric mid)
     n_features: int = 1024  # rff
-    tol: float = 1e-3  # glf kernel error tolerance (at the optimum)
+    #: glf kernel error tolerance at the optimum (units of the signal variance); learning
+    #: also keeps it at most NOISE_SHARE x the learned noise/signal (rfcli.jobs.gpr_levels)
+    tol: float = 1e-3
+    memory: int | None = None  # budget in bytes for the GP's arrays (default: physical memory)
     nodes: list[int] | None = None
     cutoff: list[float] | None = None
     standardize: bool = True
@@ -90,7 +93,7 @@ class GPRSettings(Validated):
     sample_rows: int = 1000  # row sample of the fitting pass (bounds; exact scan)
     scan_rows: int = 500  # rows of that sample the exact scan uses
     coarse_nodes: int = 512  # node budget of the coarse rule
-    max_levels: int = 6
+    max_levels: int = 8
 
     _parameter_constraints = {
         "features": [Options("glf", "rff")],
@@ -112,6 +115,7 @@ class GPRSettings(Validated):
         "scan_rows": [Interval("int", 2)],
         "coarse_nodes": [_POS_INT],
         "max_levels": [_POS_INT],
+        "memory": [Null(), _POS_INT],
     }
     _rules = (
         Rule(("ard", "features"), lambda ard, f: not (ard and f == "rff"),

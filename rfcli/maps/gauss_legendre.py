@@ -80,6 +80,7 @@ class GaussLegendreMap(FeatureMap):
         nodes: list[int] | None = None,
         cutoff: list[float] | None = None,
         rule: str = "auto",
+        max_nodes: int | None = None,
     ):
         super().__init__(0, seed)
         if kernel not in GLF_KERNELS:
@@ -95,6 +96,9 @@ class GaussLegendreMap(FeatureMap):
         self.nodes = None if nodes is None else [int(v) for v in nodes]
         self.cutoff = None if cutoff is None else [float(v) for v in cutoff]
         self.rule = rule
+        #: the node budget of the rule's design (None: glf_rules.MAX_NODES); a budget of this
+        #: fit, not a parameter of the map (not stored)
+        self.max_nodes = max_nodes
         self.n_features = int(n_features)
         self.probe_error_: float | None = None
 
@@ -146,7 +150,15 @@ class GaussLegendreMap(FeatureMap):
             }
         else:
             rule = design_rule(
-                self.kernel_name, width, ranges, self.tol, self.seed, ard, self.cutoff, self.rule
+                self.kernel_name,
+                width,
+                ranges,
+                self.tol,
+                self.seed,
+                ard,
+                self.cutoff,
+                self.rule,
+                self.max_nodes,
             )
         self.H_, self.w_ = rule["H"], rule["w"]
         self.q_, self.L_, self.rules_ = rule["q"], rule["L"], rule["rules"]

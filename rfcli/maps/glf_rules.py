@@ -17,6 +17,8 @@ from rfcli.maps.fourier import MATERN_NU, matern
 
 GLF_KERNELS = ("gaussian", *MATERN_NU)
 MAX_DIM = 3
+#: default node budget of a map fitted alone (``rfcli encode --kernel glf``); GP regression
+#: sizes its budget from memory instead (rfcli.learn.gpr.max_gp_nodes)
 MAX_NODES = 3000  # half-space nodes (2x that many features; G is (2 MAX_NODES)^2 float64)
 #: lengthscale range of a map fitted on a bounding box alone (``rfcli encode --kernel glf``)
 DEFAULT_BOUNDS = (0.05, 2.0)
@@ -31,8 +33,9 @@ GRADE_SIGMAS = 8.0
 GRADE_RATIO, GRADE_NODES = 4.0, 8
 #: share of tol that the nodes dropped from a tensor rule may take (their weight x density)
 PRUNE_SHARE = 0.25
-#: tensor rules above PRUNE_MAX x the budget are refused before pruning (it never halves them)
-PRUNE_MAX = 2
+#: tensor rules are pruned, then checked against the budget; above this many half-space
+#: nodes before pruning (their arrays: about 100 bytes a node) they are refused unbuilt
+TENSOR_MAX = 4_000_000
 RULES = ("auto", "single", "composite")
 N_PROBES = 256
 
@@ -229,7 +232,8 @@ def estimate_nodes(kernel: str, width, ranges, tol: float) -> int:
     return int(np.prod(q) / 2 * (0.8 if len(q) > 1 else 1.0))
 
 
-def _search_lines(kernel, L, width, lo, hi, tol, seed, kinds) -> dict[str, _Line | None]:
+def _search_lines(kernel, L, width, lo, hi, tol, seed, kinds,
+                  max_nodes) -> dict[str, _Line | None]:  # fmt: skip
     """Per kind (single, composite) the smallest 1-D rule whose 1-D kernel error is <= tol at
     lengthscales spread over [lo, hi] for differences up to ``width``: None for a single rule
     that needs more than SINGLE_MAX nodes, the finest tried for a composite one that never
@@ -238,7 +242,7 @@ def _search_lines(kernel, L, width, lo, hi, tol, seed, kinds) -> dict[str, _Line
     ells = probe_lengthscales(np.array([[lo, hi]]), ard=False)
     out: dict[str, _Line | None] = {}
     for kind in sorted(kinds):  # composite first: a single rule must beat it
-        cap = MAX_NODES * 2
+        cap = max_nodes * 2
         if kind == "single":
             # a Gauss-Legendre rule resolves cos(2 pi eta delta) on [-L, L] with about
             # pi L delta nodes: start a little below, give up beyond SINGLE_MAX
@@ -253,7 +257,7 @@ def _search_lines(kernel, L, width, lo, hi, tol, seed, kinds) -> dict[str, _Line
             line = _Line("composite", L, hi, max(1, int(1.5 * L * width / PANEL_NODES)))
         last = line
         out[kind] = line if kind == "composite" else None
-        while line.q // 2 <= MAX_NODES and line.kind == kind and line.q <= cap:
+        while line.q // 2 <= max_nodes and line.kind == kind and line.q <= cap:
             H, w = line.nodes()
             if kernel_error(kernel, H[:, None], w, delta, ells) <= tol:
                 out[kind] = line
@@ -301,7 +305,9 @@ def _design_rule(kernel, width, ranges, tol, seed, ard, cutoff, rule, max_nodes)
     # kernel, a start for Matern), then grow every dimension until the tensor rule passes
     kinds = ("single", "composite") if rule == "auto" else (rule,)
     found = [
-        _search_lines(kernel, L[j], width[j], ranges[j, 0], ranges[j, 1], tol / d, seed, kinds)
+        _search_lines(
+            kernel, L[j], width[j], ranges[j, 0], ranges[j, 1], tol / d, seed, kinds, max_nodes
+        )
         for j in range(d)
     ]
     variants = []
@@ -330,14 +336,15 @@ def _design_rule(kernel, width, ranges, tol, seed, ard, cutoff, rule, max_nodes)
 
 
 def _grow_tensor(kernel, width, ranges, tol, seed, ard, L, lines, max_nodes) -> dict[str, Any]:
-    """Tensor product of ``lines``, pruned, grown until its kernel error meets tol."""
+    """Tensor product of ``lines``, pruned, grown until its kernel error meets tol; the pruned
+    size is what the budget is checked against."""
     d = len(width)
     delta = probe_differences(width, seed)
     ells = probe_lengthscales(ranges, ard)
     while True:
         q = [ln.q for ln in lines]
         full = int(np.prod(q)) // 2
-        pruned = full <= PRUNE_MAX * max_nodes  # else too large even after pruning
+        pruned = full <= TENSOR_MAX  # else not built: too large to prune here
         if not pruned:
             H, w = np.zeros((full, d)), np.zeros(full)
         else:

@@ -8,6 +8,8 @@ difference between the two at the points compared (Delta) and allows 2 Delta plu
 optimizer's tolerance -- the bound that follows from maximizing a function within Delta of
 the exact one."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,16 @@ from rfcli.errors import UsageError
 from rfcli.io.settings import ReadSettings
 from rfcli.jobs import gpr_levels as job
 from rfcli.jobs.train_gpr import GPRSettings, train_gpr
-from rfcli.learn.gpr import GPStats, Reduced, fit_hyperparameters, glf_spectral, lml_and_grad
+from rfcli.learn.gpr import (
+    GPStats,
+    Reduced,
+    Spectral,
+    fit_hyperparameters,
+    glf_spectral,
+    gp_memory_need,
+    lml_and_grad,
+    max_gp_nodes,
+)
 from rfcli.learn.gpr_search import (
     HI_FACTOR,
     data_bounds,
@@ -28,6 +39,7 @@ from rfcli.learn.gpr_search import (
 from rfcli.learn.model_file import load_model
 from rfcli.maps import glf_rules as G
 from rfcli.maps.gauss_legendre import GaussLegendreMap
+from rfcli.memory import human
 from rfcli.threads import one_blas_thread
 from tests.helpers import write_parquet
 
@@ -356,11 +368,71 @@ def test_ard_bounds_and_levels_per_dimension(tmp_path):
 
 
 # -- refusals ------------------------------------------------------------------------------
-def test_refused_with_the_numbers_when_the_optimum_needs_too_many_nodes(tmp_path, monkeypatch):
+def test_refused_with_the_memory_it_needs_when_the_rule_does_not_fit(tmp_path):
     path, _, _ = _smooth(tmp_path, "tight", 0.1)
-    monkeypatch.setattr(G, "MAX_NODES", 40)
+    budget = gp_memory_need(2 * 40 + 1, 1)  # room for 40 nodes on one thread
+    assert max_gp_nodes(budget, 1) == 40
     with pytest.raises(UsageError) as e:
-        train(path)
+        train_gpr(str(path), None, GPRSettings(memory=budget), ReadSettings(label="y"), threads=1)
     msg = str(e.value)
-    assert "more than 40 nodes" in msg and "q=" in msg and "L=" in msg
-    assert "budget is 40 nodes" in msg and "lengthscales" in msg
+    assert "more than 40 nodes" in msg and "q=" in msg and "L=" in msg and "lengthscales" in msg
+    # the memory named is what the rule it names would need
+    nodes = int(re.search(r"more than 40 nodes \((\d+)", msg).group(1))
+    assert nodes > 40
+    assert f"need about {human(gp_memory_need(2 * nodes, 1))} of memory" in msg
+    assert f"over the budget of {human(budget)}" in msg
+
+
+def test_the_budget_is_checked_after_pruning():
+    """A tensor rule far larger than the budget before pruning is accepted when its pruned
+    node count fits (Matern 5/2 in 2-D loses most of its corners)."""
+    width, ranges = np.array([3.0, 3.0]), np.array([[0.3, 1.0], [0.3, 1.0]])
+    rule = G.design_rule("matern52", width, ranges, 1e-3, ard=False)
+    full, pruned = int(np.prod(rule["q"])) // 2, len(rule["w"])
+    assert full > 2 * pruned  # what a check before pruning at twice the budget refused
+    again = G.design_rule("matern52", width, ranges, 1e-3, ard=False, max_nodes=pruned)
+    assert len(again["w"]) == pruned
+    with pytest.raises(G.RuleTooLarge):
+        G.design_rule("matern52", width, ranges, 1e-3, ard=False, max_nodes=pruned - 1)
+
+
+def test_the_kernel_tolerance_follows_a_small_learned_noise(tmp_path):
+    """Nearly noise-free targets (noise/signal ~1e-5): the default tol (1e-3 of the signal)
+    would be far above the noise; the levels refine the rule until the kernel error at the
+    optimum is at most NOISE_SHARE x the learned noise/signal, and report both."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0, 10, 300)
+    y = np.sin(x) + 0.5 * np.cos(0.7 * x) + 3e-3 * rng.normal(size=300)
+    path = write_parquet(tmp_path / "clean.parquet", x=x, y=y)
+    rep = train(path)
+    ratio = rep["noise_to_signal"]
+    assert ratio < 1e-3  # the tolerance's default, in units of the signal
+    assert rep["probe_error"] <= job.NOISE_SHARE * ratio
+    assert rep["kernel_tol"] < 1e-3 and rep["converged"]
+    assert any("refine_for_noise" in lv for lv in rep["levels"])
+
+
+def test_the_factor_of_G_has_its_numerical_rank_and_the_exact_likelihood():
+    """Fewer rows than features: G = V'V has rank n; the pivoted-Cholesky factor keeps n rows,
+    reproduces G and c, and the LML from it equals the dense n x n one."""
+    rng = np.random.default_rng(4)
+    n, nodes = 60, 100
+    X = rng.uniform(-1, 1, (n, 2))
+    H = rng.normal(0, 1.5, (nodes, 2))
+    V = np.hstack([np.cos(2 * np.pi * X @ H.T), np.sin(2 * np.pi * X @ H.T)])
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=n)
+    G_, c = V.T @ V, V.T @ y
+    red = Reduced(G_, c, float(y @ y), n)
+    assert red.r == n
+    scale = np.abs(G_).max()
+    assert np.abs(red.P.T @ red.P - G_).max() <= 1e-10 * scale
+    assert np.abs(red.P.T @ red.z - c).max() <= 1e-8 * np.abs(c).max()
+    D = rng.uniform(0, 2.0 / nodes, 2 * nodes)
+    spectral = Spectral(0, lambda ell: (D, np.zeros((2 * nodes, 0))))
+    lam = 0.05
+    K = (V * D) @ V.T + lam * np.eye(n)
+    L = np.linalg.cholesky(K)
+    a = np.linalg.solve(L, y)
+    dense = -0.5 * a @ a - np.log(np.diag(L)).sum() - 0.5 * n * LOG2PI
+    lml, _ = lml_and_grad(np.log([1.0, lam]), red, spectral, need_grad=False)
+    assert lml == pytest.approx(dense, rel=1e-9)
