@@ -3,8 +3,6 @@ on in-memory rows."""
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -12,17 +10,8 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rfcli.constraints import Options, check_field
-from rfcli.errors import UsageError
 from rfcli.maps.glf_rules import MAX_DIM as GLF_MAX_DIM
 from rfcli.sklearn._common import DTYPES, RFEstimator, keep_params, label_name
-
-
-def _rule_too_large(e: Exception) -> bool:
-    """Whether GP fitting stopped because a GLF rule exceeds the node budget (the job
-    raises a UsageError naming the lengthscales, from the map's RuleTooLarge)."""
-    from rfcli.maps.glf_rules import RuleTooLarge
-
-    return isinstance(e, RuleTooLarge) or isinstance(e.__context__, RuleTooLarge)
 
 
 class GLFRegressor(RegressorMixin, RFEstimator):
@@ -38,8 +27,9 @@ class GLFRegressor(RegressorMixin, RFEstimator):
     kernel : {"gaussian", "matern12", "matern32", "matern52"}, default="gaussian"
     features : {"auto", "glf", "rff"}, default="auto"
         "auto": GLF for d <= 3 inputs, RFF beyond (GLF's node count grows as the product
-        over the dimensions), and RFF (with a warning) when the GLF rule the data and
-        bounds need exceeds GLF's budget of 3000 nodes; ``features_`` says which.
+        over the dimensions); ``features_`` says which and ``report_["features_choice"]``
+        why.  As ``rfcli train --model gpr``: a GLF rule that does not fit ``memory`` is
+        refused (with the memory it needs), never replaced by other features.
     ard : bool, default=False
         One lengthscale per input (GLF only).
     lengthscale_bounds : (lo, hi), one (lo, hi) per input, or None, default=None
@@ -49,7 +39,12 @@ class GLFRegressor(RegressorMixin, RFEstimator):
     n_features : int, default=1024
         Random Fourier features (features="rff").
     tol : float, default=1e-3
-        GLF's kernel approximation tolerance (units of the signal variance).
+        GLF's kernel approximation tolerance (units of the signal variance) at the optimum;
+        learning also keeps it at most 0.3 x the learned noise/signal ratio (refining the
+        rule when needed).
+    memory : int or None, default=None
+        Memory budget in bytes for the GP's m x m arrays (None: the machine's physical
+        memory); it bounds the GLF rule's nodes.
     standardize : bool, default=True
         Z-score the inputs.
     learn : bool, default=True
@@ -99,6 +94,7 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         signal_bounds=(1e-3, 1e3),
         n_features=1024,
         tol=1e-3,
+        memory=None,
         standardize=True,
         learn=True,
         lengthscale=None,
@@ -124,6 +120,7 @@ class GLFRegressor(RegressorMixin, RFEstimator):
             lengthscale=self.lengthscale,
             n_features=self.n_features,
             tol=self.tol,
+            memory=self.memory,
             standardize=self.standardize,
             seed=seed,
         ).validate()
@@ -138,17 +135,12 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         X, y = validate_data(self, X, y, dtype=DTYPES, y_numeric=True, ensure_min_samples=2)
         source, read = self._source(X, np.asarray(y, dtype=np.float64))
         s = self._settings(X.shape[1], self._new_seed())
-        try:
-            result = train_gpr(source, None, s, read)
-        except UsageError as e:
-            if self.features != "auto" or not _rule_too_large(e):
-                raise
-            # GLF's rule for these lengthscales exceeds its node budget (the node count
-            # grows as the product over the inputs): random Fourier features instead
-            warnings.warn(f"{e}; using random Fourier features (features='rff')",
-                          UserWarning, stacklevel=2)  # fmt: skip
-            result = train_gpr(source, None, replace(s, features="rff"), read)
-            result.report["glf_refused"] = str(e)
+        result = train_gpr(source, None, s, read)
+        if self.features == "auto":
+            result.report["features_choice"] = (
+                f"auto: {s.features} for {X.shape[1]} input(s) (GLF for at most "
+                f"{GLF_MAX_DIM}, random Fourier features beyond)"
+            )
         self._fitted(result)
         self.label_name_ = name
         self._set_learned(result.report)

@@ -131,3 +131,37 @@ def test_gpr_and_predict_on_dask_through_the_cli(tmp_path, scheduler):
         outs[engine] = np.loadtxt(pred, delimiter=",", skiprows=1)
     # predictions of hyperparameters learned from statistics equal up to summation order
     np.testing.assert_allclose(outs["dask"], outs["local"], rtol=1e-6, atol=1e-6)
+
+
+def test_glf_regressor_gives_the_cli_model_and_its_refusals(tmp_path):
+    """GLFRegressor with its defaults is ``rfcli train --model gpr`` with its defaults: the
+    same rule, hyperparameters and weights on the same rows, and the same refusal (no other
+    features in its place) when the rule does not fit the memory budget."""
+    import pyarrow.parquet as pq
+    import pytest
+
+    from rfcli.errors import UsageError
+    from rfcli.learn.model_file import load_model
+    from rfcli.sklearn import GLFRegressor
+
+    t = pq.read_table(QUAKES_TR).slice(0, 300)
+    path = tmp_path / "q.parquet"
+    pq.write_table(t, path)
+    X = np.column_stack([t["lat"].to_numpy(), t["long"].to_numpy()]).astype(float)
+    y = t["y"].to_numpy().astype(float)
+    r = invoke("train", path, "--model", "gpr", "--label", "y", "-o", tmp_path / "cli.npz")
+    assert r.exit_code == 0, r.output
+    cli_model, _, _ = load_model(tmp_path / "cli.npz")
+    gp = GLFRegressor().fit(X, y)
+    assert gp.features_ == "glf"
+    assert gp.report_["map"] == cli_model.info["map"]
+    for key in ("lengthscale", "noise_variance", "signal_variance"):
+        assert np.allclose(gp.report_[key], cli_model.info[key], rtol=1e-9), key
+    assert np.allclose(gp.model_.W, cli_model.W, rtol=1e-8, atol=1e-10 * np.abs(cli_model.W).max())
+    # a budget too small for the rule: both refuse, naming the memory
+    r = CliRunner().invoke(cli, ["train", str(path), "--model", "gpr", "--label", "y",
+                                 "--memory", "40M",
+                                 "-o", str(tmp_path / "x.npz")])  # fmt: skip
+    assert r.exit_code != 0 and "of memory" in r.output and "--memory" in r.output
+    with pytest.raises(UsageError, match="of memory"):
+        GLFRegressor(memory=40 << 20).fit(X, y)
