@@ -373,7 +373,7 @@ def test_refused_with_the_memory_it_needs_when_the_rule_does_not_fit(tmp_path):
     budget = gp_memory_need(2 * 40 + 1, 1)  # room for 40 nodes on one thread
     assert max_gp_nodes(budget, 1) == 40
     with pytest.raises(UsageError) as e:
-        train_gpr(str(path), None, GPRSettings(memory=budget), ReadSettings(label="y"), threads=1)
+        train_gpr(str(path), None, GPRSettings(), ReadSettings(label="y"), threads=1, memory=budget)
     msg = str(e.value)
     assert "more than 40 nodes" in msg and "q=" in msg and "L=" in msg and "lengthscales" in msg
     # the memory named is what the rule it names would need
@@ -398,8 +398,9 @@ def test_the_budget_is_checked_after_pruning():
 
 def test_the_kernel_tolerance_follows_a_small_learned_noise(tmp_path):
     """Nearly noise-free targets (noise/signal ~1e-5): the default tol (1e-3 of the signal)
-    would be far above the noise; the levels refine the rule until the kernel error at the
-    optimum is at most NOISE_SHARE x the learned noise/signal, and report both."""
+    would be far above the noise; the levels refine the rule until the kernel matrix's error
+    on the data at the optimum is at most NOISE_SHARE x the learned noise/signal, and report
+    both."""
     rng = np.random.default_rng(2)
     x = rng.uniform(0, 10, 300)
     y = np.sin(x) + 0.5 * np.cos(0.7 * x) + 3e-3 * rng.normal(size=300)
@@ -407,7 +408,7 @@ def test_the_kernel_tolerance_follows_a_small_learned_noise(tmp_path):
     rep = train(path)
     ratio = rep["noise_to_signal"]
     assert ratio < 1e-3  # the tolerance's default, in units of the signal
-    assert rep["probe_error"] <= job.NOISE_SHARE * ratio
+    assert rep["kernel_error_data"] <= job.NOISE_SHARE * ratio
     assert rep["kernel_tol"] < 1e-3 and rep["converged"]
     assert any("refine_for_noise" in lv for lv in rep["levels"])
 
@@ -436,3 +437,19 @@ def test_the_factor_of_G_has_its_numerical_rank_and_the_exact_likelihood():
     dense = -0.5 * a @ a - np.log(np.diag(L)).sum() - 0.5 * n * LOG2PI
     lml, _ = lml_and_grad(np.log([1.0, lam]), red, spectral, need_grad=False)
     assert lml == pytest.approx(dense, rel=1e-9)
+
+
+def test_the_kernel_error_on_the_data_is_the_spectral_norm_of_the_matrix_error(tmp_path):
+    """With every row in the sample (n <= sample_rows) the reported error on the data is the
+    spectral norm of K~ - K on the training rows, computed here densely."""
+    path, x, _ = _smooth(tmp_path, "norm", 0.5, n=200)
+    model = tmp_path / "norm.npz"
+    rep = train_gpr(str(path), str(model), GPRSettings(), ReadSettings(label="y")).report
+    _, encoder, _ = load_model(str(model))
+    Xs = encoder.preprocess.transform(x[:, None])
+    ell = np.array(rep["lengthscale"])
+    F = encoder.fmap.transform(Xs)
+    E = (F * encoder.fmap.weights(ell)) @ F.T - G.stationary_kernel("gaussian", Xs, Xs, ell)
+    dense = np.abs(np.linalg.eigvalsh(E)).max()
+    assert rep["kernel_error_data"] == pytest.approx(dense, rel=1e-6)
+    assert rep["kernel_error_data"] > rep["probe_error"]  # n entries add up
