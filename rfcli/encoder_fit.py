@@ -20,6 +20,7 @@ import numpy as np
 from rfcli.constraints import Boolean, Dict, Interval, Null, Options, Rule, Validated
 from rfcli.encoder import Encoder, check_quantizer_fits_map, map_fingerprint
 from rfcli.errors import ConfigError, InputError, UsageError
+from rfcli.learn.bits_choice import BIT_CANDIDATES
 from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_map
 from rfcli.names import BANDWIDTH_KERNELS, KERNELS, QUANTIZER_KINDS
 from rfcli.quantize import Quantizer, make_quantizer
@@ -44,8 +45,11 @@ class EncodeSettings(Validated):
     takes by the quantizer."""
 
     kernel: str = "gaussian"
-    n_features: int = 1024
-    bits: int | None = None  # default: 2 for table quantizers, 1 for sign/binary, 32 for none
+    n_features: int | None = None  # default: 1024, or 8 row_bytes / bits with row_bytes
+    # default: 2 for table quantizers, 1 for sign/binary, 32 for none; "auto": chosen for
+    # row_bytes by validation (rfcli.learn.bits_choice)
+    bits: int | str | None = None
+    row_bytes: int | None = None  # a storage budget per row: sets n_features from the bits
     quantizer: str | None = None  # default: the map's
     quantizer_config: dict[str, Any] | None = None  # from --quantizer-file
     quantizer_domain: str = "auto"  # empirical quantizer: linear, log, or auto (by map and b)
@@ -59,8 +63,9 @@ class EncodeSettings(Validated):
 
     _parameter_constraints = {
         "kernel": [Options(*KERNELS)],
-        "n_features": [Interval("int", 1)],
-        "bits": [Null(), Interval("int", 1, 32)],
+        "n_features": [Null(), Interval("int", 1)],
+        "bits": [Null(), Interval("int", 1, 32), Options("auto")],
+        "row_bytes": [Null(), Interval("int", 1)],
         "quantizer": [Null(), Options(*QUANTIZER_KINDS)],
         "quantizer_config": [Null(), Dict()],
         "quantizer_domain": [Options("auto", "linear", "log")],
@@ -79,6 +84,34 @@ class EncodeSettings(Validated):
         Rule(("normalize_rows", "kernel"), lambda nr, k: not (nr and k in BOX_KERNELS),
              lambda n, nr, k: f"{n('normalize_rows')} does not fit the {k} map (it needs a "
              "data box)"),
+        Rule(("bits", "row_bytes"), lambda b, n: b != "auto" or n is not None,
+             lambda n, b, r: f"{n('bits')}='auto' chooses the bits for a storage budget: give "
+             f"{n('row_bytes')}"),
+        Rule(("row_bytes", "kernel"), lambda r, k: r is None or k not in FIXED_FEATURES,
+             lambda n, r, k: f"{n('row_bytes')} sets the number of features, which the {k} "
+             "map takes from its quadrature"),
+        Rule(("bits", "quantizer_config"), lambda b, c: b != "auto" or c is None,
+             lambda n, b, c: f"{n('bits')}='auto' chooses a quantizer's bits: the quantizer "
+             f"file fixes them ({c.get('bits')} bits)"),
+        Rule(("bits", "quantizer", "kernel", "map_options"),
+             lambda b, q, k, mo: b != "auto" or _bits_kind(q, k, mo) in AUTO_BITS_KINDS,
+             lambda n, b, q, k, mo: f"{n('bits')}='auto' chooses among "
+             f"{', '.join(map(str, BIT_CANDIDATES))} bits: the {_bits_kind(q, k, mo)} "
+             f"quantizer{'' if q else ' (the ' + k + ' kernel' + chr(39) + 's)'} has no "
+             "bit width to choose"),
+        Rule(("n_features", "row_bytes", "bits", "quantizer", "kernel", "map_options"),
+             lambda m, r, b, q, k, mo: m is None or r is None
+             or (b != "auto" and m == _budget_features(r, b, q, k, mo)),
+             lambda n, m, r, b, q, k, mo: (
+                 f"{n('n_features')} follows the chosen bits with {n('bits')}='auto' and "
+                 f"{n('row_bytes')}: drop {n('n_features')}" if b == "auto" else
+                 f"{n('n_features')}={m} contradicts {n('row_bytes')}={r}: at "
+                 f"{_budget_bits(b, q, k, mo):g} bits per feature {r} bytes hold "
+                 f"{_budget_features(r, b, q, k, mo)} features (give one of the two)")),
+        Rule(("row_bytes", "bits", "quantizer", "kernel", "map_options"),
+             lambda r, b, q, k, mo: r is None or b == "auto" or _budget_features(r, b, q, k, mo),
+             lambda n, r, b, q, k, mo: f"{n('row_bytes')}={r} holds no feature at "
+             f"{_budget_bits(b, q, k, mo):g} bits per feature"),
         Rule(("quantizer", "quantizer_config"), lambda q, c: _config_says(c, "kind", q),
              lambda n, q, c: f"{n('quantizer')} {q} contradicts the quantizer file "
              f"({c.get('kind')})"),
@@ -86,6 +119,55 @@ class EncodeSettings(Validated):
              lambda n, b, c: f"{n('bits')} {b} does not match the quantizer file "
              f"({c.get('bits')} bits)"),
     )  # fmt: skip
+
+
+#: maps whose number of features is not a setting (row_bytes cannot set it)
+FIXED_FEATURES = ("glf",)
+#: quantizer kinds with a bit width to choose (bits='auto')
+AUTO_BITS_KINDS = ("lm", "lm2", "stoc", "uniform", "empirical")
+
+
+def _bits_kind(quantizer: str | None, kernel: str, map_options: dict) -> str:
+    """The quantizer kind an encode uses: the given one, else the map's default."""
+    if quantizer is not None:
+        return quantizer
+    return make_map(kernel, 8, **map_options).default_quantizer
+
+
+def _budget_bits(bits, quantizer, kernel, map_options) -> float:
+    """Bits per feature of the quantizer the settings describe (fixed ``bits``)."""
+    from rfcli.quantize.base import FIXED_BITS
+
+    kind = _bits_kind(quantizer, kernel, map_options)
+    if kind in FIXED_BITS:
+        return FIXED_BITS[kind][1]
+    return bits if bits is not None else default_bits(kind)
+
+
+def _budget_features(row_bytes, bits, quantizer, kernel, map_options) -> int:
+    from rfcli.learn.bits_choice import features_for
+
+    return features_for(row_bytes, _budget_bits(bits, quantizer, kernel, map_options))
+
+
+def resolved(settings: EncodeSettings) -> EncodeSettings:
+    """``settings`` with the number of features the encode uses: given, 1024, or what
+    ``row_bytes`` hold at the bits (``bits='auto'``: at the smallest candidate, the most
+    features, until the choice; rfcli.learn.bits_choice)."""
+    from dataclasses import replace
+
+    s = settings
+    if s.n_features is not None:
+        return s
+    if s.row_bytes is None:
+        return replace(s, n_features=1024)
+    from rfcli.learn.bits_choice import candidate_bits, features_for
+
+    if s.bits == "auto":
+        b = candidate_bits(s.row_bytes, lambda b: True)[0]
+        return replace(s, n_features=features_for(s.row_bytes, b), bits=b)
+    return replace(s, n_features=_budget_features(s.row_bytes, s.bits, s.quantizer, s.kernel,
+                                                  s.map_options))  # fmt: skip
 
 
 #: feature values the encoder's empirical quantizer is fitted on (docs/methods.md, Quantizers)
@@ -182,10 +264,16 @@ class EncoderFitter:
     the input's columns are known."""
 
     def __init__(self, settings: EncodeSettings, fmap: FeatureMap | None = None):
-        self.settings = settings.validate()
+        settings.validate()
+        #: bits='auto': (gamma, b) chosen on the sample (rfcli.learn.bits_choice); until
+        #: then the settings hold the most features a candidate has
+        self.auto_bits = settings.bits == "auto"
+        self.settings = settings = resolved(settings)
         self.search = settings.gamma == "search"
+        self.labelled = self.search or self.auto_bits  # the row sample keeps its labels
         self.fmap = fmap or self._new_map("auto" if self.search else settings.gamma)
         self.search_report: dict | None = None
+        self.bits_report: dict | None = None
         self.pre = Preprocessor(
             standardize=settings.standardize, normalize_rows=settings.normalize_rows
         )
@@ -201,7 +289,8 @@ class EncoderFitter:
     @property
     def needs_pass1(self) -> bool:
         f = self.fmap
-        return self.pre.needs_stats or f.needs_sample or f.needs_box or self.quantizer is None
+        return (self.pre.needs_stats or f.needs_sample or f.needs_box or self.quantizer is None
+                or self.auto_bits)  # fmt: skip
 
     @property
     def needs_map_pass(self) -> bool:
@@ -215,9 +304,9 @@ class EncoderFitter:
         from rfcli.learn.bandwidth import SEARCH_ROWS
 
         k = self.settings.sample_rows
-        if self.search:  # the first sample_rows of the larger sample are the same rows
+        if self.labelled:  # the first sample_rows of the larger sample are the same rows
             k = max(k, SEARCH_ROWS)
-        return Pass1(d, k, self.settings.seed, record=record, labels=self.search)
+        return Pass1(d, k, self.settings.seed, record=record, labels=self.labelled)
 
     def finish_pass1(self, p1: Pass1 | None, d: int, where: str) -> None:
         """Fit preprocessing and map for ``d`` inputs from pass 1 (``None`` when no pass
@@ -235,8 +324,8 @@ class EncoderFitter:
         self.pre.fit_stats(p1.stats)
         #: the row sample, preprocessed (the preprocessing is fitted now)
         self._sample = self.pre.transform(p1.sample.rows[: self.settings.sample_rows])
-        if self.search:
-            fmap = self.fmap = self._searched_map(p1.sample, d)
+        if self.labelled:
+            fmap = self.fmap = self._validated_map(p1.sample, d)
         if fmap.needs_box:
             stats = p1.stats
             corners = self.pre.transform(np.vstack([stats.min, stats.max]))  # affine per column
@@ -244,37 +333,64 @@ class EncoderFitter:
         else:
             fmap.fit(d, self._sample if fmap.needs_sample else None)
 
-    def _searched_map(self, sample: BottomK, d: int) -> FeatureMap:
+    def _validated_map(self, sample: BottomK, d: int) -> FeatureMap:
         """The map at the gamma chosen by validation on the labelled row sample (see
-        :mod:`rfcli.learn.bandwidth`); the search is kept in ``search_report``."""
-        from rfcli.learn.bandwidth import SEARCH_FEATURES, search_gamma
+        :mod:`rfcli.learn.bandwidth`), with the bits and features chosen for the budget
+        (``bits='auto'``, :mod:`rfcli.learn.bits_choice`); the searches are kept in
+        ``search_report`` and ``bits_report``."""
+        from dataclasses import replace
 
+        from rfcli.learn.bandwidth import SEARCH_FEATURES, search_gamma
+        from rfcli.learn.bits_choice import candidate_bits, choose_bits, features_for
+        from rfcli.maps.bandwidth import nearest_neighbour_gamma
+
+        what = "gamma='search'" if self.search else "bits='auto'"
         if sample.labels is None:
-            raise UsageError("gamma='search' needs a label column (label=...)")
+            raise UsageError(f"{what} needs a label column (label=...)")
         rows = self.pre.transform(sample.rows)
         keep = _finite_labels(sample.labels)
         rows, labels = rows[keep], sample.labels[keep]
-        g0 = self.fmap.fit(d, self._sample).gamma_
-        m = min(self.settings.n_features, SEARCH_FEATURES)
+        g0 = getattr(self.fmap.fit(d, self._sample), "gamma_", None)
         s = self.settings
+        if self.auto_bits:
+            kind = s.quantizer or self.fmap.default_quantizer
+            bits = candidate_bits(s.row_bytes, lambda b: True)
+            ref = 2 if 2 in bits else bits[len(bits) // 2]  # the search's bits: the default
+            m_ref = features_for(s.row_bytes, ref)
+        else:
+            kind, ref, m_ref = None, s.bits, s.n_features
 
-        def features(gamma: float) -> np.ndarray:
+        def features(gamma, b, m: int) -> np.ndarray:
             fm = make_map(s.kernel, m, gamma, s.seed, **s.map_options).fit(d)
             if fm.needs_pass:
                 red = RowReducer(fm.pass_reductions, FIT_BLOCK)
                 red.update(0, fm.pass_values(rows))
                 fm.finish_pass(red.totals(), red.n)
             # the values the learners will see: quantized as the store will be, decoded
-            enc = Encoder([f"x{j}" for j in range(d)], Preprocessor(), fm, self._quantizer(fm))
+            q = self._quantizer(fm, b, kind)
+            enc = Encoder([f"x{j}" for j in range(d)], Preprocessor(), fm, q)
             c = enc.encode_chunk(rows, 0)
             return enc.decode(c.packed, c.norms, c.row_scale)
 
-        from rfcli.maps.bandwidth import nearest_neighbour_gamma
-
-        metric = getattr(self.fmap, "metric", "sqeuclidean")
-        res = search_gamma(features, labels, g0, s.seed, m, nearest_neighbour_gamma(rows, metric))
-        self.search_report = res.to_dict()
-        return self._new_map(res.gamma)
+        gamma = g0 if s.gamma == "auto" else s.gamma
+        if self.search:
+            m = min(m_ref, SEARCH_FEATURES)
+            metric = getattr(self.fmap, "metric", "sqeuclidean")
+            res = search_gamma(lambda g: features(g, ref, m), labels, g0, s.seed, m,
+                               nearest_neighbour_gamma(rows, metric))  # fmt: skip
+            self.search_report = res.to_dict()
+            gamma = res.gamma
+        if self.auto_bits:
+            choice = choose_bits(features, labels, gamma, s.row_bytes, bits, s.seed,
+                                 widen=self.search)  # fmt: skip
+            self.bits_report = choice.to_dict()
+            self.settings = s = replace(s, bits=choice.bits, n_features=choice.features)
+            if self.search:
+                gamma = choice.gamma
+            self.quantizer = build_quantizer(s, self.fmap)
+            if self.quantizer is not None:
+                check_quantizer_fits_map(self.quantizer, self.fmap)
+        return self._new_map(gamma if self.search else s.gamma)
 
     def new_map_pass(self, row0: int = 0) -> RowReducer:
         return RowReducer(self.fmap.pass_reductions, FIT_BLOCK, row0=row0)
@@ -290,11 +406,15 @@ class EncoderFitter:
             raise InputError(f"{where}: no rows")
         self.fmap.finish_pass(reducer.totals(), reducer.n)
 
-    def _quantizer(self, fmap: FeatureMap) -> Quantizer:
-        """The settings' quantizer, or the empirical one fitted for ``fmap`` on the sample."""
-        if self.quantizer is not None:
+    def _quantizer(self, fmap: FeatureMap, bits: int | None = None,
+                   kind: str | None = None) -> Quantizer:  # fmt: skip
+        """The settings' quantizer, or the empirical one fitted for ``fmap`` on the sample;
+        with ``bits`` (a candidate of bits='auto'), the quantizer ``kind`` at ``bits``."""
+        if bits is not None and kind is not None and kind != "empirical":
+            return make_quantizer(kind, bits, seed=self.settings.seed, law=fmap.value_law)
+        if self.quantizer is not None and kind is None:
             return self.quantizer
-        bits = self.settings.bits or 2
+        bits = bits or self.settings.bits or 2
         return fit_empirical(
             fmap,
             self._sample,
@@ -302,6 +422,15 @@ class EncoderFitter:
             self.settings.seed,
             domain=empirical_domain(self.settings.quantizer_domain, fmap, bits),
         )
+
+    def fit_report(self) -> dict:
+        """What was chosen on the sample: the gamma search, the bits for the budget."""
+        out = {}
+        if self.search_report:
+            out["gamma_search"] = self.search_report
+        if self.bits_report:
+            out["bits_choice"] = self.bits_report
+        return out
 
     def encoder(self, columns: list[str]) -> Encoder:
         quantizer = self.quantizer
@@ -313,7 +442,7 @@ class EncoderFitter:
             preprocess=self.pre,
             fmap=self.fmap,
             quantizer=quantizer,
-            fit_report={"gamma_search": self.search_report} if self.search_report else {},
+            fit_report=self.fit_report(),
         )
 
 

@@ -277,7 +277,7 @@ def test_a_settings_object_of_another_class_is_refused():
         (lambda: rsk.RandomFeatureRidge(normalized="yes"),
          "normalized must be True or False"),
         (lambda: rsk.RandomFeatures(n_features=0),
-         "n_features must be >= 1"),
+         "n_features must be None or >= 1"),
         (lambda: rsk.GLFRegressor(noise_bounds=3),
          "noise_bounds must be a pair"),
     ],

@@ -32,7 +32,7 @@ ENCODE_SECTIONS = {
                      "standardize", "like"), "Input options"),
     **dict.fromkeys(("features", "kernel", "gamma", "seed", *MAP_FAMILY_OPTIONS, "gp_kernel",
                      "kernel_tol", "lengthscale_bounds", "nodes", "cutoff"), "Map options"),
-    **dict.fromkeys(("bits", "quantizer", "quantizer_domain", "quantizer_file"),
+    **dict.fromkeys(("bits", "row_bytes", "quantizer", "quantizer_domain", "quantizer_file"),
                     "Quantizer options"),
     **dict.fromkeys(("output", "overwrite", "store_chunk_rows", "resume", "as_json"),
                     "Output options"),  # fmt: skip
@@ -49,7 +49,8 @@ GLF_OPTIONS = ("gp_kernel", "kernel_tol", "lengthscale_bounds", "nodes", "cutoff
 DEPRECATED = {"old_tol": "kernel_tol"}
 #: quantizers with a fixed number of bits per feature
 #: what --like takes from the store: options that would be ignored with it
-LIKE_FIXES = ("features", "kernel", "gamma", "seed", "bits", "quantizer", "quantizer_domain",
+LIKE_FIXES = ("features", "row_bytes", "kernel", "gamma", "seed", "bits", "quantizer",
+              "quantizer_domain",
               "quantizer_file", "normalize_rows", "standardize", "columns", "store_chunk_rows",
               *MAP_FAMILY_OPTIONS, *GLF_OPTIONS)  # fmt: skip
 
@@ -62,15 +63,21 @@ LIKE_FIXES = ("features", "kernel", "gamma", "seed", "bits", "quantizer", "quant
     "--bits",
     type=Bits(),
     help="Bits per feature: 1-8, or 'none' for 32-bit floats (the same as --quantizer "
-    "none; with it, 16 or 32). Default 2 (sign/binary: 1, ternary: 2, trits: 1.6).",
+    "none; with it, 16 or 32). Default 2 (sign/binary: 1, ternary: 2, trits: 1.6). "
+    "'auto' (with --row-bytes and --label): the b of 1, 2, 3, 4, 8 (m = 8N/b) chosen "
+    "with gamma by the validation of --gamma search.",
+)
+@click.option(
+    "--row-bytes",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Bytes of codes per row: sets m = 8N/b (-m is then not needed).",
 )
 @click.option(
     "-m",
     "--features",
     type=click.IntRange(min=1),
-    default=1024,
-    show_default=True,
-    help="Number of random features m.",
+    help="Number of random features m (default 1024, or 8N/b with --row-bytes).",
 )
 @click.option("--kernel", type=click.Choice(KERNELS), default="gaussian", show_default=True)
 @click.option(
@@ -304,6 +311,9 @@ def _check_given(ctx: click.Context, like, o: dict) -> None:
             raise UsageError(f"{flag_of(ctx, name)} applies to --kernel glf, not {kernel}")
     check_bandwidth(ctx, kernel)
     q, bits = o["quantizer"], o["bits"]
+    if bits == "auto":
+        _check_auto_bits(o)
+        return
     if bits == "none":
         if q not in (None, "none"):
             raise UsageError(f"-b none means --quantizer none (32-bit floats), not {q}")
@@ -331,6 +341,28 @@ def _check_given(ctx: click.Context, like, o: dict) -> None:
                 "--quantizer-domain applies to --quantizer empirical, not "
                 f"{q or _default_quantizer(o)}"
             )
+
+
+def _check_auto_bits(o: dict) -> None:
+    """``-b auto``: a quantizer with a bit width to choose, a budget and a label."""
+    from rfcli.encoder_fit import AUTO_BITS_KINDS
+    from rfcli.learn.bits_choice import BIT_CANDIDATES
+
+    q = o["quantizer"]
+    if o["quantizer_file"]:
+        raise UsageError("-b auto chooses a quantizer's bits: the --quantizer-file fixes them")
+    kind = q or _default_quantizer(o)
+    if kind not in AUTO_BITS_KINDS:
+        what = f"--quantizer {q}" if q else f"the {o['kernel']} kernel's quantizer ({kind})"
+        among = ", ".join(map(str, BIT_CANDIDATES))
+        raise UsageError(f"-b auto chooses among {among} bits: {what} has no bit width to "
+                         "choose (give -b, or --quantizer lm)")  # fmt: skip
+    if o["row_bytes"] is None:
+        raise UsageError("-b auto chooses the bits for a storage budget: give --row-bytes N")
+    if o["features"] is not None:
+        raise UsageError("-b auto chooses m with the bits (m = 8N/b for --row-bytes N): drop -m")
+    if o["label"] is None:
+        raise UsageError("-b auto chooses the bits by validation: give --label")
 
 
 def _default_quantizer(o: dict) -> str:
@@ -378,6 +410,7 @@ def _encode_settings(o: dict):
     return settings_from(
         EncodeSettings,
         o,
+        flags={"n_features": "-m"},
         map_options=map_options,
         n_features=o["features"],
         quantizer_config=_quantizer_file(qfile) if qfile else None,
@@ -410,6 +443,9 @@ def _report(ui, res, fitted: bool, gamma, label: str | None = None) -> None:
         search = enc.fit_report.get("gamma_search")
         if search:
             _search_report(ui, search)
+        choice = enc.fit_report.get("bits_choice")
+        if choice:
+            _bits_report(ui, choice)
         if "kappa" in params:
             ui.info(f"kappa = {params['kappa']:.6g} (positive features, training maximum)")
         if "s_minus" in params:
@@ -438,6 +474,21 @@ def _search_report(ui, gs: dict) -> None:
         ui.info(f"  gamma {g:<10.4g} validation {what} {sc:.4g}{mark}")
     if gs.get("at_edge"):
         ui.info("warning: the chosen gamma is at the edge of the searched grid")
+
+
+def _bits_report(ui, bc: dict) -> None:
+    """The bit widths compared for --row-bytes and their validation scores (stderr)."""
+    what = "accuracy" if bc["metric"] == "accuracy" else "MSE"
+    ui.info(
+        f"bits for {bc['row_bytes']:,} bytes per row: validation {what} at the budget's m, "
+        f"extrapolated from {bc['search_features']} and {bc['search_features'] // 2} "
+        f"features, {bc['sample_rows']:,} sample rows:"
+    )
+    for c in bc["candidates"]:
+        mark = "  <- chosen" if c["bits"] == bc["bits"] else ""
+        g = f" gamma {c['gamma']:<10.4g}" if c["gamma"] is not None else ""
+        ui.info(f"  b {c['bits']}  m {c['features']:<6d}{g} validation {what} "
+                f"{c['score']:.4g}{mark}")  # fmt: skip
 
 
 def _bits(b: float) -> str:

@@ -114,6 +114,31 @@ def _search_text(gs: dict) -> str:
     return out
 
 
+def _bits_choice_text(bc: dict) -> str:
+    """``2 bits, m 4,096 for 1,024 bytes per row (validation accuracy 0.9612); b 1 m 8,192
+    0.9598, b 2 ...; 12,000 rows, scored at 512 and 256 features`` (all: --json)."""
+    from rfcli.cli.render import number
+
+    metric = bc.get("metric", "score")
+    cands = bc.get("candidates") or []
+    best = next((c for c in cands if c.get("bits") == bc.get("bits")), None)
+    out = (f"{number(bc.get('bits'))} bits, m {number(bc.get('features'))} for "
+           f"{number(bc.get('row_bytes'))} bytes per row")  # fmt: skip
+    if best is not None:
+        out += f" (validation {metric} {number(best.get('score'))})"
+    if cands:
+        out += "; " + ", ".join(
+            f"b {number(c.get('bits'))} m {number(c.get('features'))} {number(c.get('score'))}"
+            for c in cands
+        )
+    if "sample_rows" in bc:
+        sf = bc.get("search_features")
+        out += f"; {number(bc['sample_rows'])} rows"
+        if isinstance(sf, int):
+            out += f", scored at {number(sf)} and {number(sf // 2)} features"
+    return out
+
+
 def _map_rows(i: dict) -> list[tuple[str, str]]:
     """The encoder's rows: kernel and its parameters, preprocessing, quantizer."""
     from rfcli.cli.render import number, text
@@ -163,7 +188,11 @@ def store_sections(i: dict) -> list:
     search = fit.get("gamma_search")
     if search:
         rows.append(("gamma search", _search_text(search)))
-    rest = {k: v for k, v in fit.items() if k != "gamma_search" and not isinstance(v, list)}
+    choice = fit.get("bits_choice")
+    if choice:
+        rows.append(("bits choice", _bits_choice_text(choice)))
+    rest = {k: v for k, v in fit.items()
+            if k not in ("gamma_search", "bits_choice") and not isinstance(v, list)}  # fmt: skip
     if rest:
         rows.append(("fitted", text(rest)))
     rows += [

@@ -43,20 +43,21 @@ class AutoFloat(click.ParamType):
 
 
 class Bits(click.ParamType):
-    """Bits per feature: 1..8, 16/32 (the float quantizer ``none``), or ``none`` (the
-    float quantizer, 32 bits)."""
+    """Bits per feature: 1..8, 16/32 (the float quantizer ``none``), ``none`` (the
+    float quantizer, 32 bits) or ``auto`` (chosen for --row-bytes)."""
 
-    name = "1-8|none"
+    name = "1-8|none|auto"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int) or value == "none":
+        if isinstance(value, int) or value in ("none", "auto"):
             b = value
         else:
             try:
                 b = int(value)
             except ValueError:
-                self.fail(f"{value!r} is neither an integer in 1..8 nor 'none'.", param, ctx)
-        if b != "none" and not (1 <= b <= 8 or b in (16, 32)):
+                self.fail(f"{value!r} is neither an integer in 1..8 nor 'none' or 'auto'.",
+                          param, ctx)  # fmt: skip
+        if b not in ("none", "auto") and not (1 <= b <= 8 or b in (16, 32)):
             self.fail(f"{b} is not in 1..8 (or 16/32 for --quantizer none).", param, ctx)
         return b
 

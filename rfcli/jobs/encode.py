@@ -306,11 +306,14 @@ def selection(source: Source, settings: EncodeSettings, read: ReadSettings) -> S
     """The input's columns for fitting an encoder with ``settings`` (features, label, ids
     as ``read`` chooses them), checked against what the settings need."""
     sel = select_columns(source, read.columns, read.label, read.ids)
-    if settings.gamma == "search":
+    for name, value, what in (("gamma", "search", "the bandwidth"),
+                              ("bits", "auto", "the bits for row_bytes")):  # fmt: skip
+        if getattr(settings, name) != value:
+            continue
         if sel.label is None:
-            raise UsageError("gamma='search' chooses the bandwidth by validation: give the label")
+            raise UsageError(f"{name}={value!r} chooses {what} by validation: give the label")
         if sel.label in getattr(source, "widths", {}):
-            raise UsageError("gamma='search' needs a label of one column (a 1-D y)")
+            raise UsageError(f"{name}={value!r} needs a label of one column (a 1-D y)")
     return sel
 
 

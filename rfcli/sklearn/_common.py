@@ -90,6 +90,7 @@ class RFEstimator(BaseEstimator):
             kernel=self.kernel,
             n_features=self.n_features,
             bits=self.bits,
+            row_bytes=self.row_bytes,
             quantizer=self.quantizer,
             gamma=self.gamma,
             seed=seed,

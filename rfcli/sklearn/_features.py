@@ -29,11 +29,13 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
     kernel : str, default="gaussian"
         One of ``rfcli.KERNELS``: gaussian ``exp(-gamma ||x-y||^2)``, laplacian, matern12/
         32/52, arccos0/1, positive, ternary, activation, ntk, glf (docs/methods.md).
-    n_features : int, default=1024
-        Random features m.
-    bits : int or None, default=None
+    n_features : int or None, default=None
+        Random features m; None: 1024, or what ``row_bytes`` hold at ``bits``.
+    bits : int, "auto" or None, default=None
         Bits per feature: None is the quantizer's default (2 for lm, lm2, stoc, uniform;
-        1 for sign and binary; 32 for none).
+        1 for sign and binary; 32 for none); "auto" (with ``row_bytes``, needs y): the
+        b of 1, 2, 3, 4, 8 with m = 8 row_bytes / b chosen with gamma by the validation of
+        ``gamma="search"`` (docs/methods.md, Bits for a budget).
     quantizer : str or None, default=None
         lm (Lloyd-Max for the features' arcsine law), lm2, stoc, uniform, sign, empirical,
         none (float32), ...; None is the map's default (lm for Fourier features).
@@ -49,6 +51,8 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
         ``transform`` returns unit rows (the normalized estimator of Li & Li 2021).
     random_state : int, RandomState or None, default=0
         The map's seed (an int is used as rfcli's seed, e.g. ``--seed`` of the CLI).
+    row_bytes : int or None, default=None
+        A storage budget: bytes of codes per row; sets ``n_features`` = 8 row_bytes / bits.
 
     Attributes
     ----------
@@ -78,9 +82,9 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
 
     _model_kinds = ()
 
-    def __init__(self, kernel="gaussian", n_features=1024, bits=None, quantizer=None, gamma="auto",
+    def __init__(self, kernel="gaussian", n_features=None, bits=None, quantizer=None, gamma="auto",
                  standardize=False, normalize_rows=False, kernel_params=None, normalized=False,
-                 random_state=0):  # fmt: skip
+                 random_state=0, row_bytes=None):  # fmt: skip
         keep_params(self, locals())
 
     def fit(self, X, y=None):
@@ -91,11 +95,14 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
 
         self._encode_settings(0).validate()  # the parameters, before any work
         name = label_name(y)
-        if y is None or self.gamma != "search":
+        validated = self.gamma == "search" or self.bits == "auto"
+        if y is None or not validated:
             if self.gamma == "search":
                 raise UsageError(
                     "gamma='search' chooses the bandwidth by validation: give y to fit"
                 )
+            if self.bits == "auto":
+                raise UsageError("bits='auto' chooses the bits by validation: give y to fit")
             X = validate_data(self, X, dtype=DTYPES, ensure_min_samples=2)
             labels = None
         else:

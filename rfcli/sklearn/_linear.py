@@ -79,8 +79,9 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     Parameters
     ----------
     kernel, n_features, bits, quantizer, gamma, standardize, normalize_rows,
-    kernel_params, random_state :
-        The encoder, as in :class:`RandomFeatures` (``gamma="search"`` uses y).
+    kernel_params, random_state, row_bytes :
+        The encoder, as in :class:`RandomFeatures` (``gamma="search"`` and
+        ``bits="auto"`` use y).
     C : float or "auto", default="auto"
         Penalty; "auto": chosen by ``cv_folds``-fold cross-validation.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
@@ -119,10 +120,10 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
 
     _model_kinds = ("svm",)
 
-    def __init__(self, kernel="gaussian", n_features=1024, bits=None, quantizer=None, gamma="auto",
+    def __init__(self, kernel="gaussian", n_features=None, bits=None, quantizer=None, gamma="auto",
                  standardize=False, normalize_rows=False, kernel_params=None, C="auto",
                  loss="squared_hinge", normalized=False, cv_folds=5, max_iter=1000, tol=1e-7,
-                 random_state=0):  # fmt: skip
+                 random_state=0, row_bytes=None):  # fmt: skip
         keep_params(self, locals())
 
     def fit(self, X, y):
@@ -183,8 +184,9 @@ class RandomFeatureRidge(RegressorMixin, _LinearBase):
     Parameters
     ----------
     kernel, n_features, bits, quantizer, gamma, standardize, normalize_rows,
-    kernel_params, random_state :
-        The encoder, as in :class:`RandomFeatures` (``gamma="search"``: one output only).
+    kernel_params, random_state, row_bytes :
+        The encoder, as in :class:`RandomFeatures` (``gamma="search"``, ``bits="auto"``:
+        one output only).
     alpha : float or "auto", default="auto"
         Penalty; "auto": chosen by ``cv_folds``-fold cross-validation over
         ``10^-7 .. 10^1 * trace(Phi_c'Phi_c)/m`` (extended at the edges; floored at the
@@ -217,9 +219,9 @@ class RandomFeatureRidge(RegressorMixin, _LinearBase):
 
     _model_kinds = ("krr",)
 
-    def __init__(self, kernel="gaussian", n_features=1024, bits=None, quantizer=None, gamma="auto",
+    def __init__(self, kernel="gaussian", n_features=None, bits=None, quantizer=None, gamma="auto",
                  standardize=False, normalize_rows=False, kernel_params=None, alpha="auto",
-                 normalized=False, cv_folds=5, random_state=0):  # fmt: skip
+                 normalized=False, cv_folds=5, random_state=0, row_bytes=None):  # fmt: skip
         keep_params(self, locals())
 
     def fit(self, X, y):

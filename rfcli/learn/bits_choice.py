@@ -1,0 +1,261 @@
+"""Bits per feature chosen for a storage budget (``bits='auto'`` with ``row_bytes=N``;
+docs/methods.md, Bits for a budget).
+
+At N bytes per row a quantizer of b bits holds m_b = floor(8N / b) features: more
+features (lower variance of the kernel estimate) or more bits (less quantization noise,
+which acts as a ridge the learners cannot take away).  Which split wins depends on the
+data (Li & Li, "Quantization Algorithms for Random Fourier Features", ICML 2021, compare
+(m, b) at equal bits per row), so it is chosen by the validation the bandwidth search
+uses (:mod:`rfcli.learn.bandwidth`): the same labelled row sample, folds and ridge
+learner, on the values the store would hold (quantized at b bits, decoded).
+
+The candidates' m_b run to 8N features, far beyond what a search can afford (the ridge's
+cost grows as m^2 per row, m^3 per solve), so each b is scored at m' = min(m_b,
+:data:`CHOICE_FEATURES`) features and at m'/2, and its score at m_b is extrapolated with
+the kernel estimate's variance, proportional to 1/m at a fixed b (Li & Li 2021): a score
+s(m) = s_inf + c/m through the two measurements gives
+
+    s(m_b) = s(m') + (s(m') - s(m'/2)) (1 - m'/m_b),
+
+at most one more doubling's gain (a loss from m'/2 to m', noise, counts as none).  The
+quantization noise's part of the score, which no m removes, is what the measurement at m'
+already holds.
+
+Gamma and b are chosen together: around the searched gamma (or at the given one) each b
+is scored at gamma * 2^k, k = -1, 0, 1, the grid widened by up to :data:`MAX_EXTRA` steps
+while a b's best sits at its edge; the (gamma, b) pair of the best extrapolated score is
+kept (a tie: the larger b, fewer features to train on).  The cost: about 3 x 5 scores at
+m' = 512 and 256 features of the search's sample, each about a quarter of one bandwidth
+candidate at 1024 features, independent of the input's size.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rfcli.errors import InputError, UsageError
+from rfcli.random import keyed_uniform
+from rfcli.threads import one_blas_thread
+
+#: the bit widths compared (those the quantizer takes)
+BIT_CANDIDATES = (1, 2, 3, 4, 8)
+#: features a candidate is scored at, at most (and at half of it)
+CHOICE_FEATURES = 512
+#: gamma steps either side of the searched gamma scored for every b
+NEIGHBOURS = 1
+#: steps added beyond an edge of a b's gamma grid, at most, on each side
+MAX_EXTRA = 2
+
+
+def features_for(row_bytes: int, bits: float) -> int:
+    """The features m = floor(8 N / b) that ``row_bytes`` N hold at ``bits`` per feature."""
+    return int(8 * row_bytes // bits)
+
+
+@dataclass
+class Candidate:
+    """One bit width: its features at the budget, the gammas scored, the measured scores
+    (at ``measured_features`` and half of it; equal when m_b is at most CHOICE_FEATURES)
+    and the extrapolated score at m_b (``scores``: per gamma; higher is better)."""
+
+    bits: int
+    features: int
+    measured_features: int
+    gammas: list[float | None] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)  # k of gamma * 2^k
+    scores: list[float] = field(default_factory=list)  # extrapolated to `features`
+    at_measured: list[float] = field(default_factory=list)
+    at_half: list[float] = field(default_factory=list)
+
+    @property
+    def best(self) -> int:
+        """The index of the best gamma (a tie: the one nearest the searched gamma)."""
+        return max(range(len(self.scores)), key=lambda i: (self.scores[i], -abs(self.steps[i])))
+
+
+@dataclass
+class BitsChoice:
+    bits: int
+    features: int
+    gamma: float | None
+    metric: str  # accuracy or mse
+    row_bytes: int
+    candidates: list[Candidate]
+    rows: int
+    seconds: float
+
+    def to_dict(self) -> dict:
+        """The choice as the store's metadata keeps it (MSE as a positive number)."""
+        sign = 1.0 if self.metric == "accuracy" else -1.0
+
+        def vals(v):
+            return [sign * x for x in v]
+
+        return {
+            "row_bytes": self.row_bytes,
+            "bits": self.bits,
+            "features": self.features,
+            "gamma": self.gamma,
+            "metric": self.metric,
+            "sample_rows": self.rows,
+            "search_features": CHOICE_FEATURES,
+            "candidates": [
+                {
+                    "bits": c.bits,
+                    "features": c.features,
+                    "gamma": c.gammas[c.best],
+                    "score": sign * c.scores[c.best],
+                    "measured_features": c.measured_features,
+                    "gammas": c.gammas,
+                    "scores": vals(c.scores),
+                    "measured": vals(c.at_measured),
+                    "measured_half": vals(c.at_half),
+                }
+                for c in self.candidates
+            ],
+        }  # no timings: the store's metadata is the same on every run
+
+
+def candidate_bits(row_bytes: int, allowed: Callable[[int], bool]) -> list[int]:
+    """The bit widths of :data:`BIT_CANDIDATES` the quantizer takes (``allowed``) that
+    leave at least one feature in ``row_bytes``."""
+    out = [b for b in BIT_CANDIDATES if allowed(b) and features_for(row_bytes, b) >= 1]
+    if not out:
+        raise UsageError(f"row_bytes={row_bytes}: no bit width of {BIT_CANDIDATES} fits")
+    return out
+
+
+def extrapolate(s_full: float, s_half: float, measured: int, target: int) -> float:
+    """The score at ``target`` features from those at ``measured`` and ``measured/2``
+    (score = s_inf + c/m; a loss from half to full counts as no gain)."""
+    if target <= measured:
+        return s_full
+    return s_full + max(s_full - s_half, 0.0) * (1.0 - measured / target)
+
+
+def _score_nested(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray,
+                  folds: np.ndarray) -> tuple[float, float]:  # fmt: skip
+    """The validation scores of :func:`rfcli.learn.bandwidth._score` on all m features of
+    ``F`` and on its first m/2, from one Cholesky factor per fold and alpha: with the
+    intercept first, the factor of a leading block of the penalized Gram matrix is the
+    leading block of its factor.  Both use the penalty ``alpha trace(G)/m`` of all m
+    features (the features are alike: the half's own trace per feature differs by noise).
+    A sample of fewer rows than features: the dual scores of ``_score``, twice."""
+    import scipy.linalg as sla
+
+    from rfcli.learn.bandwidth import ALPHAS, FOLDS, _score
+
+    n, m = F.shape
+    h = max(m // 2, 1)
+    if n < m:
+        return _score(F, Y, task, truth, folds)[0], _score(F[:, :h], Y, task, truth, folds)[0]
+    Fa = np.column_stack([np.ones(n), F]).astype(np.float32)  # the unpenalized intercept first
+    parts = []
+    for f in range(FOLDS):  # float32 products, as _score
+        A, B = Fa[folds == f], Y[folds == f]
+        parts.append(
+            ((A.T @ A).astype(np.float64), (A.T @ B.astype(np.float32)).astype(np.float64))
+        )
+    G = sum(p[0] for p in parts)
+    R = sum(p[1] for p in parts)
+    scale = max(np.trace(G[1:, 1:]) / m, 1e-12)
+    best = np.zeros((2, len(ALPHAS)))
+    diag = np.arange(1, m + 1)
+    for f in range(FOLDS):
+        Gt, Rt = G - parts[f][0], R - parts[f][1]
+        V = Fa[folds == f].astype(np.float64)
+        for j, a in enumerate(ALPHAS):
+            H = Gt.copy()
+            H[diag, diag] += a * scale
+            H[0, 0] += 1e-9 * max(H[0, 0], 1.0)
+            try:
+                L = sla.cholesky(H, lower=True, check_finite=False)
+            except np.linalg.LinAlgError:
+                best[:, j] += -np.inf
+                continue
+            for i, k in enumerate((m + 1, h + 1)):
+                Lk = L[:k, :k]
+                Z = sla.solve_triangular(Lk, Rt[:k], lower=True, check_finite=False)
+                W = sla.solve_triangular(Lk.T, Z, lower=False, check_finite=False)
+                S = V[:, :k] @ W
+                if task == "regression":
+                    best[i, j] += -float(np.mean((S[:, 0] - Y[folds == f, 0]) ** 2))
+                else:
+                    best[i, j] += float(np.mean(S.argmax(axis=1) == truth[folds == f]))
+    return float(best[0].max() / FOLDS), float(best[1].max() / FOLDS)
+
+
+def choose_bits(
+    features: Callable[[float, int, int], np.ndarray],
+    y: np.ndarray,
+    gamma: float | None,
+    row_bytes: int,
+    bits: list[int],
+    seed: int,
+    widen: bool = True,
+) -> BitsChoice:
+    """Choose (gamma, b) on the labelled sample: ``features(gamma, b, m)`` gives the
+    sample's m features at ``gamma`` quantized at b bits and decoded, ``y`` its labels
+    (float: regression; else classes); ``gamma`` the searched (``widen``) or given one
+    (then only it is scored; None: a map without a bandwidth)."""
+    from rfcli.learn.bandwidth import FOLDS, STEP, _targets
+
+    t0 = time.perf_counter()
+    n = len(y)
+    if n < 3 * FOLDS:
+        raise InputError(f"bits='auto' needs at least {3 * FOLDS} labelled rows, got {n}")
+    Y, task, truth = _targets(np.asarray(y))
+    folds = (keyed_uniform(seed, np.arange(n), 1)[:, 0] * FOLDS).astype(int)
+    cands = []
+    widen = widen and gamma is not None
+    with one_blas_thread():  # the same floating-point sums whatever the threads or engine
+        for b in bits:
+            m_b = features_for(row_bytes, b)
+            m1 = min(m_b, CHOICE_FEATURES)
+            c = Candidate(b, m_b, m1)
+            scored: dict[int, tuple[float, float, float]] = {}
+
+            def score(k: int, b=b, m_b=m_b, m1=m1, scored=scored) -> float:
+                if k not in scored:
+                    g = None if gamma is None else gamma * STEP**k
+                    F = np.asarray(features(g, b, m1), dtype=np.float64)
+                    s1, s2 = _score_nested(F, Y, task, truth, folds)
+                    s2 = s1 if m1 == m_b else s2
+                    scored[k] = (extrapolate(s1, s2, m1, m_b), s1, s2)
+                return scored[k][0]
+
+            lo, hi = (-NEIGHBOURS, NEIGHBOURS) if widen else (0, 0)
+            for k in range(lo, hi + 1):
+                score(k)
+            while widen:
+                best = max(scored, key=lambda k: (scored[k][0], -abs(k)))
+                if best == lo and lo > -NEIGHBOURS - MAX_EXTRA:
+                    lo -= 1
+                    score(lo)
+                elif best == hi and hi < NEIGHBOURS + MAX_EXTRA:
+                    hi += 1
+                    score(hi)
+                else:
+                    break
+            for k in sorted(scored):
+                c.gammas.append(None if gamma is None else float(gamma * STEP**k))
+                c.steps.append(k)
+                c.scores.append(scored[k][0])
+                c.at_measured.append(scored[k][1])
+                c.at_half.append(scored[k][2])
+            cands.append(c)
+    win = max(cands, key=lambda c: (c.scores[c.best], c.bits))
+    return BitsChoice(
+        bits=win.bits,
+        features=win.features,
+        gamma=win.gammas[win.best],
+        metric="accuracy" if task == "classification" else "mse",
+        row_bytes=int(row_bytes),
+        candidates=cands,
+        rows=int(n),
+        seconds=time.perf_counter() - t0,
+    )
