@@ -85,6 +85,33 @@ def encode_chunk_rows(
     return int(min(rows, 1 << 20))
 
 
+#: the fewest rows a batch of a streaming pass may have under a memory budget
+MIN_BATCH_ROWS = 256
+
+
+def batch_rows(budget: int, d: int, m: int, threads: int, most: int = 8192) -> int:
+    """Rows per batch of a streaming pass (predict, evaluate, decode) under a memory
+    ``budget``: up to ``2 threads + 1`` batches are alive (read-ahead, computing, writing),
+    each row holding its ``d`` raw inputs (float64, and their preprocessed copy), its ``m``
+    float32 features with a temporary of the same size and its codes.  At most ``most``;
+    refused when :data:`MIN_BATCH_ROWS` rows per batch do not fit.
+
+    >>> batch_rows(1 << 30, 16, 1024, 2)
+    8192
+    >>> batch_rows(16 << 20, 16, 1024, 2)
+    267
+    """
+    per_row = (2 * max(int(threads), 1) + 1) * (2 * 8 * d + 3 * 4 * m)
+    rows = budget // per_row
+    if rows < MIN_BATCH_ROWS:
+        raise UsageError(
+            f"a memory budget of {human(budget)} cannot hold {MIN_BATCH_ROWS}-row batches of "
+            f"{m:,} features on {threads} thread(s) (about {human(MIN_BATCH_ROWS * per_row)}); "
+            "raise memory or lower threads"
+        )
+    return int(min(rows, most))
+
+
 def check_fits(what: str, need: int, budget: int, hint: str) -> None:
     if need > budget:
         raise UsageError(

@@ -6,7 +6,8 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.checks import check_overwrite
-from rfcli.cli.options import overwrite_option
+from rfcli.cli.options import overwrite_option, threads_option
+from rfcli.cli.types import MemorySize
 
 
 @cli.command("decode")
@@ -17,15 +18,16 @@ from rfcli.cli.options import overwrite_option
 @click.option(
     "--normalized", is_flag=True, help="Unit rows Q(z)/||Q(z)|| (the normalized estimator)."
 )
+@threads_option
 @click.option(
-    "--chunk-rows",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Rows per chunk (default: store chunk).",
+    "--memory",
+    type=MemorySize(),
+    help="Memory for the chunks in flight, e.g. 512M (default: the store's chunks).",
 )
+@click.option("--chunk-rows", "old_chunk_rows", type=click.IntRange(min=1), hidden=True)
 @overwrite_option
 @click.pass_obj
-def decode_cmd(ui, store_path, output, normalized, chunk_rows, overwrite):
+def decode_cmd(ui, store_path, output, normalized, threads, memory, old_chunk_rows, overwrite):
     """Write a store's decoded features for other tools.
 
     Features are scaled so that F(x).F(y) estimates the kernel (sqrt(2/m) Q(z)); with
@@ -37,14 +39,20 @@ def decode_cmd(ui, store_path, output, normalized, chunk_rows, overwrite):
       rfcli decode train.rff.zarr -o - --normalized | head
     """
     check_overwrite(click.get_current_context(), output)
+    if old_chunk_rows is not None:
+        from rfcli.errors import UsageError
+
+        raise UsageError("--chunk-rows is gone: decode's chunks follow --memory (default: the "
+                         "store's chunks), which bounds what is in flight")  # fmt: skip
     from rfcli.jobs.decode import decode
 
     n = decode(
         store_path,
         output,
         normalized=normalized,
-        chunk_rows=chunk_rows,
         overwrite=overwrite,
+        threads=threads,
+        memory=memory,
         progress=ui.progress(),
     )
     if output != "-":

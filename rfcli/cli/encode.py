@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from rfcli.cli import cli
-from rfcli.cli.checks import MAP_FAMILY_OPTIONS, check_bandwidth, check_family_options, check_scope
+from rfcli.cli.checks import MAP_FAMILY_OPTIONS, check_bandwidth, check_family_options
 from rfcli.cli.options import (
     SectionedCommand,
+    check_threads,
     dask_settings,
     delimiter_option,
     engine_options,
@@ -18,6 +19,7 @@ from rfcli.cli.options import (
     map_family_options,
     overwrite_option,
     settings_from,
+    threads_option,
 )
 from rfcli.cli.spelling import deprecated_alias, flag_of, given, take_deprecated
 from rfcli.cli.types import AutoFloat, Bits, CommaList, MemorySize
@@ -145,13 +147,7 @@ LIKE_FIXES = ("features", "row_bytes", "kernel", "gamma", "seed", "bits", "quant
     show_default=True,
     help="Rows per processing chunk (bounds memory).",
 )
-@click.option(
-    "--threads",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Cores to use: worker threads, one BLAS thread each (default: the available "
-    "cores, at most 8).",
-)
+@threads_option
 @click.option(
     "--format",
     "fmt",
@@ -217,8 +213,7 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
     _check_given(ctx, like, opts)
     check_family_options(ctx, opts["kernel"])
     _check_combinations(input_path, output, resume, engine, opts)
-    check_scope(ctx, ["threads"], engine == "local",
-                "the local engine (a Dask worker encodes on one thread per task)")  # fmt: skip
+    check_threads(ctx, engine)
     for note in notes:
         ui.info(note)
     from rfcli.jobs.encode import ResumeMismatch, encode

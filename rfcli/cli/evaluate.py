@@ -7,11 +7,13 @@ import click
 from rfcli.cli import cli
 from rfcli.cli.checks import check_model_and_data, check_raw_input, check_scope
 from rfcli.cli.options import (
+    check_threads,
     dask_settings,
     delimiter_option,
     engine_options,
     json_option,
     nan_option,
+    threads_option,
 )
 
 #: the options of --kernel-error (the others are those of evaluating a model)
@@ -35,10 +37,11 @@ KERNEL_ERROR_OPTIONS = ("raw", "rows")
 @nan_option
 @delimiter_option
 @json_option
+@threads_option
 @engine_options
 @click.pass_obj
 def evaluate_cmd(ui, first, test_path, kernel_error, raw, rows, on_nan, delimiter, as_json,
-                 engine, scheduler, workers):  # fmt: skip
+                 threads, engine, scheduler, workers):  # fmt: skip
     """Metrics of MODEL on TEST (a store or raw data with the training label column), or
     with --kernel-error the kernel-approximation errors of STORE (docs/methods.md,
     evaluation metrics).
@@ -59,8 +62,9 @@ def evaluate_cmd(ui, first, test_path, kernel_error, raw, rows, on_nan, delimite
 
     ctx = click.get_current_context()
     check_scope(ctx, KERNEL_ERROR_OPTIONS, kernel_error, "--kernel-error")
-    check_scope(ctx, ("on_nan", "delimiter", "engine"), not kernel_error,
+    check_scope(ctx, ("on_nan", "delimiter", "threads", "engine"), not kernel_error,
                 "evaluating a model, not --kernel-error (a row sample, read locally)")  # fmt: skip
+    check_threads(ctx, engine)
     dask = dask_settings(engine, scheduler, workers)
     if kernel_error:
         from rfcli.jobs.kernel_error import kernel_error_report
@@ -78,11 +82,12 @@ def evaluate_cmd(ui, first, test_path, kernel_error, raw, rows, on_nan, delimite
         out = evaluate(
             first,
             test_path,
-            progress=ui.progress(),
-            engine=engine,
-            dask=dask,
             on_nan=on_nan,
             delimiter=delimiter,
+            threads=threads,
+            engine=engine,
+            dask=dask,
+            progress=ui.progress(),
         )
     if as_json:
         ui.result_json(out)

@@ -222,6 +222,26 @@ def map_family_options(f):
     return f
 
 
+#: the help of --threads (every command that computes)
+THREADS_HELP = (
+    "Cores to use: worker threads, one BLAS thread each (default: the available "
+    "cores, at most 8); results do not depend on it."
+)
+
+
+def threads_option(f):
+    """--threads: the local engine's worker threads (rfcli.jobs.resources)."""
+    return click.option("--threads", type=click.IntRange(min=1), default=None,
+                        help=THREADS_HELP)(f)  # fmt: skip
+
+
+def check_threads(ctx: click.Context, engine: str) -> None:
+    """--threads is the local engine's: refused with --engine dask (a Dask worker computes
+    on one thread per task)."""
+    check_scope(ctx, ["threads"], engine == "local",
+                "the local engine (a Dask worker computes on one thread per task)")  # fmt: skip
+
+
 def engine_options(f):
     """--engine, --scheduler, --workers (encode, train, predict, evaluate)."""
     f = click.option(

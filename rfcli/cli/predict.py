@@ -7,12 +7,14 @@ import click
 from rfcli.cli import cli
 from rfcli.cli.checks import check_model_and_data, check_overwrite, check_raw_input
 from rfcli.cli.options import (
+    check_threads,
     dask_settings,
     delimiter_option,
     engine_options,
     json_option,
     nan_option,
     overwrite_option,
+    threads_option,
 )
 
 
@@ -38,10 +40,11 @@ from rfcli.cli.options import (
 @delimiter_option
 @overwrite_option
 @json_option
+@threads_option
 @engine_options
 @click.pass_obj
 def predict_cmd(ui, model_path, input_path, output, ids, on_nan, delimiter, overwrite, as_json,
-                engine, scheduler, workers):  # fmt: skip
+                threads, engine, scheduler, workers):  # fmt: skip
     """Predict with MODEL on INPUT: a store encoded with the model's map, or raw data
     (encoded on the fly with the model's map and quantizer).
 
@@ -60,6 +63,7 @@ def predict_cmd(ui, model_path, input_path, output, ids, on_nan, delimiter, over
     ctx = click.get_current_context()
     check_overwrite(ctx, output)
     check_raw_input(ctx, input_path, ("on_nan", "delimiter"))
+    check_threads(ctx, engine)
     if as_json and output == "-":
         raise UsageError("--json prints its summary on stdout: write the predictions to a "
                          "file with -o")  # fmt: skip
@@ -70,12 +74,13 @@ def predict_cmd(ui, model_path, input_path, output, ids, on_nan, delimiter, over
         input_path,
         output,
         ids=list(ids),
-        overwrite=overwrite,
-        progress=ui.progress(),
-        engine=engine,
-        dask=dask_settings(engine, scheduler, workers),
         on_nan=on_nan,
         delimiter=delimiter,
+        overwrite=overwrite,
+        threads=threads,
+        engine=engine,
+        dask=dask_settings(engine, scheduler, workers),
+        progress=ui.progress(),
     )
     if as_json:
         ui.result_json(res.to_dict())

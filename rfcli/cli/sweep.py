@@ -6,7 +6,7 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.checks import check_bandwidth, check_scope
-from rfcli.cli.options import flatten, overwrite_option
+from rfcli.cli.options import flatten, overwrite_option, threads_option
 from rfcli.cli.types import AutoFloat, CommaList
 from rfcli.encoder_fit import EncodeSettings
 from rfcli.io.settings import ReadSettings
@@ -75,6 +75,7 @@ from rfcli.names import KERNELS
 )
 @click.option("--workdir", help="Where stores and models go (default: a temporary directory).")
 @click.option("--keep", is_flag=True, help="Keep stores and models in --workdir.")
+@threads_option
 @overwrite_option
 @click.pass_obj
 def sweep_cmd(
@@ -98,6 +99,7 @@ def sweep_cmd(
     plot_path,
     workdir,
     keep,
+    threads,
     overwrite,
 ):
     """Accuracy (or MSE) against bits per sample: encode, train and evaluate TRAIN/TEST for
@@ -168,6 +170,7 @@ def sweep_cmd(
         workdir=workdir,
         keep=keep,
         on_result=show,
+        threads=threads,
         progress=ui.progress(),
     )
     key = "accuracy" if "accuracy" in results[0] else "mse"

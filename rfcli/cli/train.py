@@ -10,6 +10,7 @@ from rfcli.cli import cli
 from rfcli.cli.checks import check_scope
 from rfcli.cli.options import (
     SectionedCommand,
+    check_threads,
     dask_settings,
     delimiter_option,
     engine_options,
@@ -19,6 +20,7 @@ from rfcli.cli.options import (
     nan_option,
     overwrite_option,
     settings_from,
+    threads_option,
 )
 from rfcli.cli.spelling import (
     AlsoSpelled,
@@ -54,7 +56,7 @@ TRAIN_SECTIONS = {
     **{n: _SECTION["svm"] for n in ("C", "loss", "max_iter", "tol", "cache_mb")},
     "alpha": _SECTION["krr"],
     **{n: _SECTION["gpr"] for n in MODEL_OPTIONS["gpr"]},
-    **dict.fromkeys(("engine", "scheduler", "workers"), "Engine options"),
+    **dict.fromkeys(("threads", "engine", "scheduler", "workers"), "Engine options"),
 }
 TRAIN_ORDER = ("svm and krr options", "SVM options", "KRR options", "GP regression options",
                "Engine options")  # fmt: skip
@@ -302,6 +304,7 @@ def check_model_options(ctx: click.Context, model: str) -> None:
     "rule), sizes chunks and the SVM cache.",
 )
 @glf_quadrature_options
+@threads_option
 @engine_options
 @overwrite_option
 @json_option
@@ -342,7 +345,10 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
                     f"{value} auto (here {value} is given)")  # fmt: skip
     from rfcli.memory import steady_malloc
 
-    run = dict(overwrite=overwrite, engine=engine, dask=dask_settings(engine, scheduler, workers),
+    check_threads(ctx, engine)
+    # the resources are keywords of the job, the modelling choices its settings
+    run = dict(overwrite=overwrite, threads=opts["threads"], memory=opts["memory"],
+               engine=engine, dask=dask_settings(engine, scheduler, workers),
                progress=ui.progress())  # fmt: skip
     # the settings, validated naming the flags: a bad value is the only line printed
     settings = _gpr_settings(opts) if model == "gpr" else _linear_settings(model, opts)

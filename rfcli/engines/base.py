@@ -72,6 +72,9 @@ class Engine:
     name = "?"
     #: threads of one worker that encodes chunks (sizes the chunks for a memory budget)
     threads = 1
+    #: the job's memory budget in bytes (its ``memory``; None: physical memory), set by
+    #: :meth:`rfcli.jobs.resources.Resources.open`
+    memory: int | None = None
 
     def worker_path(self, path: str) -> str:
         """``path`` as the engine's workers must see it."""

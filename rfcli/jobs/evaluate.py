@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rfcli.engines import open_engine
 from rfcli.errors import InputError
 from rfcli.io import location
 from rfcli.io.arrays import unnamed_hint
 from rfcli.io.readers import ReadSettings, attach_label, open_source
 from rfcli.io.settings import check_on_nan
 from rfcli.jobs.predict import open_model
+from rfcli.jobs.resources import Resources
 from rfcli.learn.data import RawData, open_data
 from rfcli.metrics import ClassificationAccumulator, RegressionAccumulator, gaussian_nlpd_sum
 from rfcli.progress import NullProgress, Progress
@@ -45,11 +45,13 @@ def evaluate(
     test_path,
     *,
     y=None,
-    progress: Progress | None = None,
-    engine: str = "local",
-    dask=None,
     on_nan: str = "error",
     delimiter: str | None = None,
+    threads: int | None = None,
+    memory: int | None = None,
+    engine: str = "local",
+    dask=None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Metrics of a model (a model file, or a :class:`~rfcli.jobs.result.TrainResult`) on a
     store or raw data with the training label column: a path, or in-memory data (a 2-D
@@ -58,9 +60,11 @@ def evaluate(
     slices are added up.  ``on_nan``: rows of raw data with NaN/inf features: ``error``,
     ``zero``, or ``drop`` (local engine); ``delimiter``: of CSV input (default: a tab for
     .tsv/.tab names, else a comma)."""
+    res = Resources(threads=threads, memory=memory, engine=engine, dask=dask)
     check_on_nan(on_nan, engine)
     model, encoder, meta = open_model(model_path)
     progress = progress or NullProgress()
+    rows = res.batch_rows(encoder)
     label = (meta.get("trained_on") or {}).get("label")
     if y is not None:
         test_path, read = attach_label(test_path, y, ReadSettings(label=label))
@@ -68,7 +72,8 @@ def evaluate(
     where = location.name(test_path)
     t0 = time.perf_counter()
     if location.is_store(test_path):
-        data = open_data(test_path, encoder, model.normalized, label, require_label=True)
+        data = open_data(test_path, encoder, model.normalized, label, require_label=True,
+                         chunk_rows=rows)  # fmt: skip
     else:
         if label is None:
             what = location.name(model_path) if location.is_path(model_path) else "the model"
@@ -78,10 +83,10 @@ def evaluate(
             if label not in test_path.names:
                 raise InputError(f"{where}: no label column {label!r} (the model's label): give "
                                  f"the labels as y{unnamed_hint(test_path)}")  # fmt: skip
-        data = RawData.open(test_path, encoder, model.normalized, label, require_label=True,
-                            on_nan=on_nan, delimiter=delimiter)  # fmt: skip
+        data = RawData.open(test_path, encoder, model.normalized, label, chunk_rows=rows or 8192,
+                            require_label=True, on_nan=on_nan, delimiter=delimiter)  # fmt: skip
     targets = model.targets
-    with data, open_engine(engine, dask, progress) as eng:
+    with data, res.open(progress) as eng:
         acc, nlpd = eng.passes(data).reduce(
             _evaluate_pass, model, location.normalize(where), title="evaluating"
         )

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from rfcli.encoder import Encoder
-from rfcli.engines import open_engine
 from rfcli.errors import InputError, ParameterTypeError, UsageError, did_you_mean
 from rfcli.io import location
 from rfcli.io.columns import not_found
 from rfcli.io.settings import check_on_nan
 from rfcli.io.writers import TableWriter, output_format
+from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult
 from rfcli.learn.data import RawData, StoreData, open_data
 from rfcli.learn.linear import LinearModel
@@ -67,12 +67,14 @@ def predict(
     output: str | None = None,
     *,
     ids: list[str] | None = None,
-    overwrite: bool = False,
-    progress: Progress | None = None,
-    engine: str = "local",
-    dask=None,
     on_nan: str = "error",
     delimiter: str | None = None,
+    overwrite: bool = False,
+    threads: int | None = None,
+    memory: int | None = None,
+    engine: str = "local",
+    dask=None,
+    progress: Progress | None = None,
 ) -> PredictResult | dict[str, np.ndarray]:
     """Predictions of a model (a model file, or a :class:`~rfcli.jobs.result.TrainResult`)
     for a store or raw data (a path, or in-memory data: a 2-D NumPy array, a pandas
@@ -86,6 +88,7 @@ def predict(
     ``engine="dask"``: slices of rows are predicted on a Dask cluster and written here in
     row order (the same batches as locally: the same output bytes).  ``delimiter``: of CSV
     input (default: a tab for .tsv/.tab names, else a comma)."""
+    res = Resources(threads=threads, memory=memory, engine=engine, dask=dask)
     check_on_nan(on_nan, engine)
     fmt = output_format(output) if output is not None else "memory"  # a bad extension: at once
     ids = list(ids or [])
@@ -94,13 +97,13 @@ def predict(
                          "need .parquet or .csv")  # fmt: skip
     model, encoder, meta = open_model(model_path)
     progress = progress or NullProgress()
-    with _open(input_path, encoder, model, ids, on_nan, delimiter) as data:
-        return _predict(data, model, input_path, output=output, fmt=fmt, ids=ids,
-                        overwrite=overwrite, progress=progress, engine=engine,
-                        dask=dask)  # fmt: skip
+    with _open(input_path, encoder, model, ids, on_nan, delimiter,
+               chunk_rows=res.batch_rows(encoder)) as data:  # fmt: skip
+        return _predict(data, model, input_path, res, output=output, fmt=fmt, ids=ids,
+                        overwrite=overwrite, progress=progress)  # fmt: skip
 
 
-def _predict(data, model, input_path, *, output, fmt, ids, overwrite, progress, engine, dask):
+def _predict(data, model, input_path, res: Resources, *, output, fmt, ids, overwrite, progress):
     """The predictions of :func:`predict` on the open input ``data``."""
     keep = _id_columns(data, location.name(input_path), ids) if fmt != "npy" else []
     targets = model.targets
@@ -113,7 +116,7 @@ def _predict(data, model, input_path, *, output, fmt, ids, overwrite, progress, 
                              npy_columns=(names, dtype))  # fmt: skip
     n = 0
     try:
-        with open_engine(engine, dask, progress) as eng:
+        with res.open(progress) as eng:
             passes = eng.passes(data)
             for cols in passes.map_batches(prediction_columns, model, keep, title="predicting"):
                 writer.write(None, cols)
@@ -154,13 +157,15 @@ class _InMemory:
         return {n: np.concatenate([p[n] for p in self.parts]) for n in names}
 
 
-def _open(path, encoder, model, ids: list[str], on_nan: str, delimiter: str | None = None):
+def _open(path, encoder, model, ids: list[str], on_nan: str, delimiter: str | None = None, *,
+          chunk_rows: int | None = None):  # fmt: skip
     """The store or raw input to predict on (raw input, a path or in-memory data: with
-    ``ids``, ``on_nan`` and ``delimiter``)."""
+    ``ids``, ``on_nan`` and ``delimiter``), in batches of ``chunk_rows`` (None: the data's
+    own)."""
     if location.is_store(path):
-        return open_data(path, encoder, model.normalized, None)
-    return RawData.open(path, encoder, model.normalized, None, ids, on_nan=on_nan,
-                        delimiter=delimiter)  # fmt: skip
+        return open_data(path, encoder, model.normalized, None, chunk_rows=chunk_rows)
+    return RawData.open(path, encoder, model.normalized, None, ids, chunk_rows=chunk_rows or 8192,
+                        on_nan=on_nan, delimiter=delimiter)  # fmt: skip
 
 
 def _id_columns(data, path: str, ids: list[str]) -> list[str]:

@@ -17,6 +17,7 @@ from rfcli.errors import UsageError
 from rfcli.io.readers import ReadSettings, open_source, select_columns
 from rfcli.jobs.encode import encode
 from rfcli.jobs.evaluate import evaluate
+from rfcli.jobs.resources import Resources
 from rfcli.jobs.train import TrainSettings, train
 from rfcli.progress import NullProgress, Progress
 
@@ -50,13 +51,63 @@ def sweep(
     train_settings: TrainSettings,
     workdir: str | None = None,
     keep: bool = False,
-    progress: Progress | None = None,
     on_result=None,
+    threads: int | None = None,
+    memory: int | None = None,
+    engine: str = "local",
+    dask=None,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
+    """Accuracy (or MSE) against bits per sample: for every number of features, bits and
+    quantizer, encode the training and test sets, train, evaluate.
+
+    Parameters
+    ----------
+    train_path, test_path : str
+        Raw training and test data (paths), with the label column ``read.label``.
+    bits : list of int or "none"
+        Bits per feature (1..8), or ``"none"`` for float32 features.
+    features : list of int
+        Numbers of features m.
+    quantizers : list of str
+        Quantizer kinds tried at each bit width (``lm``, ``lm2``, ``stoc``, ...).
+    encode_settings : EncodeSettings
+        The rest of the encoding (kernel, gamma, preprocessing, seed); gamma is fitted
+        once, on the first encode, and kept for every combination.
+    read : ReadSettings
+        How both inputs are read (the label).
+    train_settings : TrainSettings
+        The model trained on every store.
+    workdir : str or None, default=None
+        Where stores and models go (default: a temporary directory, removed).
+    keep : bool, default=False
+        Keep the stores and models in ``workdir``.
+    on_result : callable or None, default=None
+        Called with each result row as it is made.
+    threads, memory, engine, dask
+        The resources of each encode, train and evaluate (rfcli.jobs.resources).
+    progress : Progress or None, default=None
+        Progress reporting.
+
+    Returns
+    -------
+    list of dict
+        One row per combination: model, quantizer, bits, features, bits_per_sample, the
+        metrics, C or alpha, gamma, encode and train seconds.
+
+    Raises
+    ------
+    UsageError
+        A bad setting or resource.
+    InputError
+        An unreadable input or a missing label, found before any work.
+    """
+    run = dict(threads=threads, memory=memory, engine=engine, dask=dask, progress=progress)
+    Resources(threads=threads, memory=memory, engine=engine, dask=dask)  # checked first
     encode_settings = settings_check(encode_settings, EncodeSettings, "encode_settings")
     read = settings_check(read, ReadSettings, "read")
     train_settings = settings_check(train_settings, TrainSettings, "train_settings")
-    progress = progress or NullProgress()
+    progress = run["progress"] = progress or NullProgress()
     for path in (train_path, test_path):  # both readable, with the label: before any work
         source = open_source(path, read.fmt, delimiter=read.delimiter)
         try:
@@ -85,7 +136,7 @@ def sweep(
             )
             t0 = time.perf_counter()
             es = replace(encode_settings, n_features=m, quantizer=q, bits=b, gamma=gamma)
-            res = encode(train_path, tr, es, read, overwrite=True, progress=progress)
+            res = encode(train_path, tr, es, read, overwrite=True, **run)
             gamma = (
                 getattr(res.encoder.fmap, "gamma_", None) or gamma
             )  # same kernel for every combo
@@ -95,7 +146,7 @@ def sweep(
                 like=tr,
                 read=replace(read, columns=None),
                 overwrite=True,
-                progress=progress,
+                **run,
             )
             t1 = time.perf_counter()
             tres = train(
@@ -103,10 +154,10 @@ def sweep(
                 os.path.join(workdir, f"model.{tag}.npz"),
                 train_settings,
                 overwrite=True,
-                progress=progress,
+                **run,
             )
             t2 = time.perf_counter()
-            ev = evaluate(os.path.join(workdir, f"model.{tag}.npz"), te, progress=progress)
+            ev = evaluate(os.path.join(workdir, f"model.{tag}.npz"), te, **run)
             row = {
                 "model": train_settings.model,
                 "quantizer": q,

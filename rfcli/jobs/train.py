@@ -17,20 +17,21 @@ import numpy as np
 
 from rfcli.constraints import Boolean, Interval, Null, Options, Rule, Validated, settings_check
 from rfcli.encoder_fit import EncodeSettings
-from rfcli.engines import open_engine
-from rfcli.errors import UsageError, check_int
+from rfcli.errors import UsageError
 from rfcli.io import location
 from rfcli.io.encoded import EncodedInput
 from rfcli.io.readers import ReadSettings, attach_label, open_source
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.encode import fit_on_source, for_engine
+from rfcli.jobs.passes import PassCount
+from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged
 from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
 from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates, alpha_floor
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
 from rfcli.learn.targets import Outputs, Targets
-from rfcli.memory import check_fits, learner_need, physical_memory
+from rfcli.memory import check_fits, learner_need
 from rfcli.progress import NullProgress, Progress
 
 MODELS = ("svm", "krr")
@@ -72,7 +73,6 @@ class TrainSettings(Validated):
     #: svm: the rows kept in memory between passes (decoded features if they fit, else the
     #: packed codes); None: min(2 GiB, physical memory / 4); 0: every pass reads the store
     cache_bytes: int | None = None
-    memory: int | None = None  # budget in bytes (default: physical memory)
 
     _parameter_constraints = {
         "model": [Options(*MODELS)],
@@ -86,7 +86,6 @@ class TrainSettings(Validated):
         "max_iter": [Interval("int", 1)],
         "tol": [_POSITIVE],
         "cache_bytes": [Null(), Interval("int", 0)],
-        "memory": [Null(), Interval("int", 1)],
     }
     _rules = (
         Rule(("tol",), lambda tol: tol >= TOL_FLOOR,
@@ -108,46 +107,83 @@ def train(
     encode: EncodeSettings | None = None,
     y=None,
     overwrite: bool = False,
+    threads: int | None = None,
+    memory: int | None = None,
     engine: str = "local",
     dask=None,
     progress: Progress | None = None,
-    threads: int | None = None,
 ) -> TrainResult:
-    """Train an SVM or KRR model on a store, or on raw input encoded on the fly; write it
-    to ``output`` (if given).
+    """Train an SVM or KRR model on a store, or on raw input encoded on the fly.
 
-    Raw input: in-memory data (a 2-D NumPy array, a pandas DataFrame, a pyarrow Table)
-    or a Parquet path, with its label column ``read.label`` or the label ``y`` given
-    apart (2-D for several krr regression outputs, which a model file cannot hold); the
-    encoder ``encode`` describes (default :class:`~rfcli.encoder_fit.EncodeSettings`) is
-    fitted on it as :func:`rfcli.jobs.encode.encode` fits it, and every pass encodes the
-    rows again or keeps them in memory, as the passes over the store that ``encode``
+    Raw input is fitted an encoder as :func:`rfcli.encode` fits it, and every pass encodes
+    the rows again or keeps them in memory as the passes over the store that ``encode``
     would write keep that store's (:class:`rfcli.io.encoded.EncodedInput`): the model is
-    the one ``encode`` + ``train`` give, and the result carries the encoder.  The local
-    engine only.
+    the one ``encode`` + ``train`` give, and the result carries the encoder.
 
-    ``engine="dask"`` runs the passes over a store on a Dask cluster (``dask``: its
-    :class:`~rfcli.engines.dask.DaskSettings`); ``threads``: the local engine's cores
-    (default: the available cores, at most 8)."""
+    Parameters
+    ----------
+    store_path : str, numpy.ndarray, pandas.DataFrame or pyarrow.Table
+        A feature store (path or URL), or raw input: a Parquet path or in-memory data
+        with its label column ``read.label`` (or the label ``y`` given apart).
+    output : str or None, default=None
+        The model file to write (``.npz``); None: nothing is written.
+    settings : TrainSettings or None, default=None
+        The model and its selection (``model``, ``C``, ``alpha``, folds, tolerances).
+    read : ReadSettings or None, default=None
+        How raw input is read (label, columns, ``on_nan``); refused with a store.
+    encode : EncodeSettings or None, default=None
+        The encoder to fit on raw input (default: ``EncodeSettings()``).
+    y : array-like or None, default=None
+        Raw input's label given apart (2-D: several krr regression outputs, which a model
+        file cannot hold).
+    overwrite : bool, default=False
+        Replace an existing ``output``.
+    threads : int or None, default=None
+        Worker threads of the local engine (default: the available cores, at most 8); the
+        model is the same for any number.
+    memory : int or None, default=None
+        Budget in bytes for the learner's arrays and the SVM's row cache (default:
+        physical memory); a model whose m x m matrices do not fit is refused.
+    engine : {"local", "dask"}, default="local"
+        Where the passes over a store run (raw input: the local engine only).
+    dask : DaskSettings or None, default=None
+        The cluster of ``engine="dask"`` (default: a local one).
+    progress : Progress or None, default=None
+        Progress reporting (default: none).
+
+    Returns
+    -------
+    TrainResult
+        The model, its report (chosen C or alpha, cross-validation scores, passes,
+        time), the encoder and what it was trained on; ``save(path)`` writes it.
+
+    Raises
+    ------
+    UsageError
+        A bad setting or combination (named by its parameter), a model that does not
+        fit ``memory``.
+    InputError
+        Unreadable input, a missing label, labels the model cannot learn from.
+    OutputError
+        ``output`` exists (without ``overwrite``) or cannot be written.
+    """
     settings = settings_check(settings, TrainSettings, "settings")
     read = None if read is None else settings_check(read, ReadSettings, "read")
     encode = None if encode is None else settings_check(encode, EncodeSettings, "encode")
-    if threads is not None:
-        check_int(threads, "threads", 1)
+    res = Resources(threads=threads, memory=memory, engine=engine, dask=dask)
     progress = progress or NullProgress()
     check_output(output, overwrite)
     t0 = time.perf_counter()
-    store, trained_on = _training_store(store_path, output, read, encode, y, engine, progress,
-                                        threads)  # fmt: skip
+    store, trained_on = _training_store(store_path, output, read, encode, y, res, progress)
     try:
-        return _train_store(store, trained_on, output, settings, overwrite, engine, dask,
-                            progress, threads, t0)  # fmt: skip
+        return _train_store(store, trained_on, output, settings, res, overwrite=overwrite,
+                            progress=progress, t0=t0)  # fmt: skip
     finally:
         if isinstance(store, EncodedInput):
             store.source.close()
 
 
-def _training_store(data, output, read, encode, y, engine, progress, threads):
+def _training_store(data, output, read, encode, y, res: Resources, progress):
     """The store to train on, or raw input as one (:class:`EncodedInput`, its encoder
     fitted now), and what the model file records it as."""
     store = location.is_store(data)
@@ -160,7 +196,7 @@ def _training_store(data, output, read, encode, y, engine, progress, threads):
             )
         path = os.fspath(data)  # not a store: FeatureStore says what it is
         return FeatureStore(path), {"store": path}
-    if engine != "local":
+    if res.engine != "local":
         raise UsageError(
             "training on raw input encodes it in this process: use the local engine, or "
             "encode a store first (rfcli.encode) and train on it with the dask engine"
@@ -169,7 +205,7 @@ def _training_store(data, output, read, encode, y, engine, progress, threads):
     if read.label is None:
         raise UsageError("training on raw input needs its label: read.label (a column) or y")
     encode = encode or EncodeSettings()
-    with open_engine("local", progress=progress, threads=threads) as eng:
+    with res.open(progress) as eng:
         source = open_source(for_engine(eng, data), read.fmt, delimiter=read.delimiter)
         if output is not None:  # refused before any pass
             check_one_output(getattr(source, "widths", {}).get(read.label, 1))
@@ -187,10 +223,10 @@ def train_chunk_rows(store_chunk_rows: int, n_features: int, budget: int) -> int
     return max(256, min(8192, store_chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
 
 
-def _train_store(store, trained_on, output, settings, overwrite, engine, dask, progress,
-                 threads, t0) -> TrainResult:  # fmt: skip
+def _train_store(store, trained_on, output, settings: TrainSettings, res: Resources, *,
+                 overwrite: bool, progress: Progress, t0: float) -> TrainResult:  # fmt: skip
     svm = settings.model == "svm"
-    budget = settings.memory or physical_memory()
+    budget = res.budget
     m = store.n_features
     chunk_rows = train_chunk_rows(store.chunk_rows, m, budget)
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=0)
@@ -205,19 +241,19 @@ def _train_store(store, trained_on, output, settings, overwrite, engine, dask, p
         f"{settings.model.upper()} with m = {m} features",
         need,
         budget,
-        f"use {fewer}" + (" or raise memory" if settings.memory else ""),
+        f"use {fewer}" + (" or raise memory" if res.memory else ""),
     )
     if svm:
         # the SVM makes hundreds of passes: keep its rows in memory if the budget allows
         # (decoded features, else packed codes); ridge makes one to three passes and reads
         # the store each time (flat memory)
         cache = default_cache_bytes() if settings.cache_bytes is None else settings.cache_bytes
-        if settings.memory:
+        if res.memory:
             cache = max(0, min(cache, budget - need))
         data.set_cache_budget(cache, cache)
     import scipy.linalg  # noqa: F401  (its own BLAS, loaded before the engine limits BLAS)
 
-    with open_engine(engine, dask, progress, threads) as eng:
+    with res.open(progress) as eng:
         passes = eng.passes(data, cache=svm)
         if settings.model == "krr":
             model, report = _train_ridge(passes, targets, settings, progress)
@@ -363,7 +399,7 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
                              title="svm: pass 1, Gram matrix")  # fmt: skip
     gram = selection.augmented_gram(stats)
     fitkw = dict(loss=s.loss, max_iter=s.max_iter)
-    counted = {"passes": 1}
+    counted = PassCount(1)
     # progress: iterations and objective per fit; rows per pass too when every pass reads
     # the store (no rows kept in memory)
     reads = getattr(passes.data, "cache_kind", "none") == "none"
@@ -372,17 +408,17 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
         """One fit of the stacked problem (all folds' or all rows' classes) at C."""
         ncol = k * max(n_folds, 1)
         g = gram if n_folds < 2 else gram * (1.0 - 1.0 / n_folds)  # the folds' mean Gram
-        done = [0]
+        made = PassCount()
 
         def one_pass(W32, b, C, delta):
-            done[0] += 1
+            n_pass = made.add()
             return passes.reduce(selection.svm_pass, targets, k, s.seed, n_folds, W32, b, C, s.loss,
-                                 delta, title=f"pass {done[0]}" if reads else None)  # fmt: skip
+                                 delta, title=f"pass {n_pass}" if reads else None)  # fmt: skip
 
         tol = s.tol * (CV_TOL_FACTOR if n_folds >= 2 else 1.0)
         W, b, rep = fit_svm(one_pass, m, ncol, C, warm=warm, gram=g, tol=tol,
                             progress=progress, title=title, **fitkw)  # fmt: skip
-        counted["passes"] += rep["passes"]
+        counted.add(rep["passes"])
         return W, b, rep
 
     warm = None
@@ -399,11 +435,11 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
         C = float(s.C) if s.C != "auto" else DEFAULT_C
     W, b, rep = fit(C, 0, warm, f"svm C={C:g} (all rows)")
     report.update(rep)
-    report["total_passes"] = counted["passes"]
+    report["total_passes"] = counted.n
     return LinearSVM(targets, W, b, s.normalized), report
 
 
-def _svm_select(passes, targets, s, k, nf, sizes, fit, counted, progress):
+def _svm_select(passes, targets, s, k, nf, sizes, fit, counted: PassCount, progress):
     """C by cross-validation: for each C (increasing, warm-started from the nearest C done),
     all folds' one-vs-rest problems as one stacked problem; then one pass scores every
     fold's held-out rows.  Returns the selection and the refit's warm start (the mean of
@@ -423,7 +459,7 @@ def _svm_select(passes, targets, s, k, nf, sizes, fit, counted, progress):
             Ws = W.reshape(m, nf, k).transpose(1, 0, 2).astype(np.float32)
             correct = passes.reduce(selection.fold_correct_pass, targets, s.seed, nf, Ws,
                                     b.reshape(nf, k), 1, title=None)  # fmt: skip
-            counted["passes"] += 1
+            counted.add()
             out[C] = list(correct[:, 0] / sizes)
             mean[C] = float(np.mean(out[C]))
             # keep the solutions that can still be needed: the two at each end of the grid

@@ -34,7 +34,6 @@ from rfcli.constraints import (
 )
 from rfcli.encoder import Encoder
 from rfcli.encoder_fit import EncodeSettings
-from rfcli.engines import open_engine
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
 from rfcli.io.readers import ReadSettings, attach_label, open_source, select_columns
@@ -42,6 +41,8 @@ from rfcli.io.settings import check_on_nan
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.gpr_learn import Fit, fit_rff, learn_fixed
 from rfcli.jobs.gpr_levels import Levels
+from rfcli.jobs.passes import PassCount
+from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult, check_output, warn_if_not_converged
 from rfcli.learn.data import RawData, StoreData
 from rfcli.learn.gpr import (
@@ -84,7 +85,6 @@ class GPRSettings(Validated):
     #: glf kernel error tolerance at the optimum (units of the signal variance); learning
     #: also keeps it at most NOISE_SHARE x the learned noise/signal (rfcli.jobs.gpr_levels)
     tol: float = 1e-3
-    memory: int | None = None  # budget in bytes for the GP's arrays (default: physical memory)
     nodes: list[int] | None = None
     cutoff: list[float] | None = None
     standardize: bool = True
@@ -115,7 +115,6 @@ class GPRSettings(Validated):
         "scan_rows": [Interval("int", 2)],
         "coarse_nodes": [_POS_INT],
         "max_levels": [_POS_INT],
-        "memory": [Null(), _POS_INT],
     }
     _rules = (
         Rule(("ard", "features"), lambda ard, f: not (ard and f == "rff"),
@@ -167,31 +166,71 @@ def train_gpr(
     *,
     y=None,
     overwrite: bool = False,
+    threads: int | None = None,
+    memory: int | None = None,
     engine: str = "local",
     dask=None,
     progress: Progress | None = None,
-    threads: int | None = None,
 ) -> TrainResult:
-    """Fit a GP regression model on raw data (features computed on the fly) or a store;
-    write it to ``output`` (if given).  Raw data: a path, or in-memory data (a 2-D NumPy
-    array, a pandas DataFrame, a pyarrow Table) with its label column ``read.label`` or
-    the label ``y`` given apart.  The result carries the model's encoder.
-    ``engine="dask"``: the passes run on a Dask cluster (``dask``: its
-    :class:`~rfcli.engines.dask.DaskSettings`); ``threads``: the local engine's threads
-    (default: every available core, at most 8: the model is the same for any number)."""
+    """Fit a GP regression model on raw data (features computed on the fly) or a store.
+
+    Parameters
+    ----------
+    input_path : str, numpy.ndarray, pandas.DataFrame or pyarrow.Table
+        Raw data (a path, or in-memory data with its label column ``read.label`` or the
+        label ``y`` given apart), or a feature store (its map is then fixed).
+    output : str or None, default=None
+        The model file to write (``.npz``); None: nothing is written.
+    settings : GPRSettings or None, default=None
+        Features (GLF or RFF), kernel, bounds, tolerances.
+    read : ReadSettings or None, default=None
+        How raw input is read (label, columns, ``on_nan``).
+    y : array-like or None, default=None
+        The label given apart.
+    overwrite : bool, default=False
+        Replace an existing ``output``.
+    threads : int or None, default=None
+        Worker threads of the local engine (default: the available cores, at most 8); the
+        model is the same for any number.
+    memory : int or None, default=None
+        Budget in bytes for the GP's arrays (default: physical memory); it bounds the GLF
+        rule's nodes, and a rule that does not fit is refused with the memory it needs.
+    engine : {"local", "dask"}, default="local"
+        Where the data passes run.
+    dask : DaskSettings or None, default=None
+        The cluster of ``engine="dask"``.
+    progress : Progress or None, default=None
+        Progress reporting.
+
+    Returns
+    -------
+    TrainResult
+        The model (posterior mean and variance), its report (learned hyperparameters, log
+        marginal likelihood, passes) and encoder.
+
+    Raises
+    ------
+    UsageError
+        A bad setting, a rule that does not fit ``memory``.
+    InputError
+        Unreadable input, a missing label, no rows.
+    OutputError
+        ``output`` exists (without ``overwrite``) or cannot be written.
+    """
     s = settings_check(settings, GPRSettings, "settings")
     read = settings_check(read, ReadSettings, "read")
+    res = Resources(threads=threads, memory=memory, engine=engine, dask=dask)
     input_path, read = attach_label(input_path, y, read)
     check_on_nan(read.on_nan, engine)
     progress = progress or NullProgress()
     check_output(output, overwrite)
     import scipy.linalg  # noqa: F401  (its own BLAS, loaded before the engine limits BLAS)
 
-    with open_engine(engine, dask, progress, threads) as eng:
-        return _train_gpr(input_path, output, s, read, eng, overwrite, progress)
+    with res.open(progress) as eng:
+        return _train_gpr(input_path, output, s, read, eng, overwrite=overwrite)
 
 
-def _train_gpr(input_path, output, s, read, eng, overwrite, progress) -> TrainResult:
+def _train_gpr(input_path, output, s, read, eng, *, overwrite: bool) -> TrainResult:
     t0 = time.perf_counter()
     report: dict[str, Any] = {"model": "gpr", "features_kind": s.features, "kernel": s.kernel}
     clock = {"pass": 0.0}
@@ -350,14 +389,14 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         src = "data"
     report.update(lengthscale_bounds=bounds.tolist(), bounds_from=src)
 
-    done = [1]  # data passes: the fitting pass, then these
+    made = PassCount(1)  # data passes: the fitting pass, then these
 
     def stats(enc: Encoder, what: str, fn=_gp_pass, args=()):
         rows = _feature_rows(enc.n_features, read.chunk_rows)
         data = RawData(source, sel, enc, raw_features=True, chunk_rows=rows, on_nan=read.on_nan)
         t = time.perf_counter()
-        done[0] += 1
-        out = eng.passes(data).reduce(fn, *args, title=f"data pass {done[0]}: {what}")
+        n_pass = made.add()
+        out = eng.passes(data).reduce(fn, *args, title=f"data pass {n_pass}: {what}")
         clock["pass"] += time.perf_counter() - t
         if (out[0] if isinstance(out, tuple) else out).n == 0:
             raise InputError(f"{path}: no rows")
@@ -366,8 +405,8 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
     if s.features == "rff":
         fit, passes = fit_rff(stats, base, bounds, s, report, eng.threads, eng.progress)
     else:
-        fit, passes = Levels(stats, base, sample, bounds, s, report, clock, eng.threads,
-                              eng.progress).run()  # fmt: skip
+        fit, passes = Levels(stats, base, sample, bounds, s, report, clock, threads=eng.threads,
+                             progress=eng.progress, memory=eng.memory).run()  # fmt: skip
     return fit, 1 + passes
 
 

@@ -408,9 +408,10 @@ def open_data(
     label: str | None,
     ids: list[str] | None = None,
     require_label: bool = False,
-    chunk_rows: int = 8192,
+    chunk_rows: int | None = None,
 ):
-    """A store encoded with ``encoder`` (checked by fingerprint) or raw data."""
+    """A store encoded with ``encoder`` (checked by fingerprint) or raw data; ``chunk_rows``:
+    rows per batch (default: a store's chunks, 8192 rows of raw data)."""
     if location.is_store(path):
         from rfcli.io.store.read import open_group
 
@@ -418,12 +419,12 @@ def open_data(
         if "rfcli" in attrs:
             store = FeatureStore(path)
             encoder.check_same(store.encoder, what=f"store {path}")
-            data = StoreData(store, normalized)
+            data = StoreData(store, normalized, chunk_rows=chunk_rows)
             if require_label and data.label_name is None:
                 raise InputError(f"{path}: the store has no label column")
             return data
     if not isinstance(normalized, bool):
         raise ParameterTypeError(f"normalized must be a boolean, got {normalized!r}")
     return RawData.open(
-        path, encoder, normalized, label, ids, chunk_rows, require_label=require_label
+        path, encoder, normalized, label, ids, chunk_rows or 8192, require_label=require_label
     )

@@ -120,7 +120,6 @@ class GLFRegressor(RegressorMixin, RFEstimator):
             lengthscale=self.lengthscale,
             n_features=self.n_features,
             tol=self.tol,
-            memory=self.memory,
             standardize=self.standardize,
             seed=seed,
         ).validate()
@@ -135,7 +134,7 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         X, y = validate_data(self, X, y, dtype=DTYPES, y_numeric=True, ensure_min_samples=2)
         source, read = self._source(X, np.asarray(y, dtype=np.float64))
         s = self._settings(X.shape[1], self._new_seed())
-        result = train_gpr(source, None, s, read)
+        result = train_gpr(source, None, s, read, memory=self.memory)
         if self.features == "auto":
             result.report["features_choice"] = (
                 f"auto: {s.features} for {X.shape[1]} input(s) (GLF for at most "

@@ -34,9 +34,9 @@ GENERAL = {
     "predict": {"output", "ids", "engine", "as_json"},
     "evaluate": {"kernel_error", "as_json"},
     "sweep": {"model", "label", "bits", "features", "kernel", "normalize_rows", "standardize",
-              "normalized", "seed", "output", "plot_path", "workdir"},
+              "normalized", "seed", "output", "plot_path", "workdir", "threads"},
     "inspect": {"as_json"},
-    "decode": {"output", "normalized", "chunk_rows"},
+    "decode": {"output", "normalized", "threads", "memory"},
     "fit-quantizer": {"kind", "bits", "output"},
 }  # fmt: skip
 
@@ -143,6 +143,8 @@ CASES = [
                                                  "--lengthscale-bounds", "0.1,1"),
          "or --no-learn without --lengthscale"),
     Case("train", "scheduler", _train("svm", "--scheduler", "tcp://h:1"), "--engine dask"),
+    Case("train", "threads", _train("svm", "--engine", "dask", "--threads", "2"),
+         "--threads applies to the local engine"),
     Case("train", "workers", _train("svm", "--workers", "3"), "applies to --engine dask"),
     # predict, evaluate: raw input only, the modes of evaluate, stdout
     Case("predict", "on_nan", lambda d: [d["model"], d["store"], "--on-nan", "zero"],
@@ -157,6 +159,9 @@ CASES = [
          "applies to --engine dask"),
     Case("predict", "workers", lambda d: [d["model"], LETTER_TEST, "--workers", "3"],
          "applies to --engine dask"),
+    Case("predict", "threads",
+         lambda d: [d["model"], LETTER_TEST, "--engine", "dask", "--threads", "2"],
+         "--threads applies to the local engine"),
     Case("evaluate", "raw", lambda d: [d["model"], LETTER_TEST, "--data", LETTER],
          "applies to --kernel-error"),
     Case("evaluate", "rows", lambda d: [d["model"], LETTER_TEST, "--rows", "50"],
@@ -166,7 +171,10 @@ CASES = [
     *[Case("evaluate", n, lambda d, a=a: ["--kernel-error", d["store"], "--data", LETTER, *a],
            "applies to evaluating a model") for n, a in [
         ("on_nan", ["--on-nan", "zero"]), ("delimiter", ["--delimiter", ";"]),
-        ("engine", ["--engine", "dask"])]],
+        ("engine", ["--engine", "dask"]), ("threads", ["--threads", "2"])]],
+    Case("evaluate", "threads",
+         lambda d: [d["model"], LETTER_TEST, "--engine", "dask", "--threads", "2"],
+         "--threads applies to the local engine"),
     Case("evaluate", "delimiter", lambda d: [d["model"], d["store"], "--delimiter", ";"],
          "applies to raw input, not a store"),
     Case("evaluate", "scheduler", lambda d: [d["model"], LETTER_TEST, "--scheduler", "tcp://h:1"],

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from rfcli.cli import cli
 from rfcli.cli.train import MODEL_OPTIONS
 
-COMMON = {"input_path", "model", "output", "engine", "scheduler", "workers", "overwrite",
+COMMON = {"input_path", "model", "output", "threads", "engine", "scheduler", "workers", "overwrite",
           "seed", "as_json", "quiet", "debug", "help"}  # fmt: skip
 
 

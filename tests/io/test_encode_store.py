@@ -114,7 +114,8 @@ def test_decode_outputs_agree(tmp_path, letter_small, ext):
     st = FeatureStore(os.fspath(tmp_path / "s.zarr"))
     ref = np.concatenate([f for _, f in st.iter_features()])
     out = tmp_path / f"f.{ext}"
-    decode(os.fspath(tmp_path / "s.zarr"), os.fspath(out), chunk_rows=100)
+    # about 360-row chunks on 2 threads: two chunks, decoded in parallel, written in order
+    decode(os.fspath(tmp_path / "s.zarr"), os.fspath(out), threads=2, memory=1_000_000)
     if ext == "npy":
         got = np.load(out, allow_pickle=False)
     else:
