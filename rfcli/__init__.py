@@ -43,6 +43,7 @@ _EXPORTS = {
     "GPRSettings": "rfcli.jobs.train_gpr",
     "predict": "rfcli.jobs.predict",
     "evaluate": "rfcli.jobs.evaluate",
+    "sweep": "rfcli.jobs.sweep",
     "load_model": "rfcli.learn.model_file",
     "save_model": "rfcli.learn.model_file",
     "DaskSettings": "rfcli.engines.dask",

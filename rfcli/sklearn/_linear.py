@@ -60,6 +60,27 @@ class _LinearBase(RFEstimator):
         return self._stack(X, partial(lm.scores, precise=True), width, normalized=lm.normalized)
 
 
+class _needs_probability:
+    """A method that exists only with ``probability=True`` (``hasattr`` is False without
+    it, as scikit-learn's ``available_if``), whose AttributeError says why."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.fn
+        if not obj.probability:
+            raise AttributeError(
+                f"{self.fn.__name__} needs probability=True: an SVM's scores are no "
+                "probabilities, and RandomFeatureSVC(probability=True) fits Platt's sigmoids "
+                "on held-out folds to make them (5 more fits); decision_function gives the "
+                "scores"
+            )
+        return self.fn.__get__(obj, owner)
+
+
 class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     """A linear SVM on compressed random features: kernel-SVM accuracy at the cost of a
     linear model (Rahimi & Recht, "Random Features for Large-Scale Kernel Machines",
@@ -92,12 +113,22 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     max_iter : int, default=1000
     tol : float, default=1e-7
         Relative objective reduction at which L-BFGS-B stops.
+    probability : bool, default=False
+        Also fit :meth:`predict_proba`: after the model, the same model (its C and gamma)
+        is fitted on 4 of 5 stratified folds and scores the fifth, five times, and a
+        sigmoid per class is fitted on these held-out scores (Platt scaling,
+        rfcli.sklearn._calibration), as scikit-learn's ``SVC(probability=True)``; five
+        more fits.  The probabilities' arg-max can differ from :meth:`predict`'s on rows
+        near the margin; model files do not hold the sigmoids.
 
     Attributes
     ----------
     classes_ : ndarray
     C_ : float
         The C used (chosen or given).
+    sigmoids_ : ndarray of shape (k, 2)
+        With ``probability=True``: Platt's (A, B) per one-vs-rest score (k = 1 for two
+        classes), ``P = 1 / (1 + exp(A s + B))``.
     gamma_ : float or None
         The bandwidth used.
     n_iter_ : int
@@ -123,11 +154,14 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     def __init__(self, kernel="gaussian", n_features=None, bits=None, quantizer=None, gamma="auto",
                  standardize=False, normalize_rows=False, kernel_params=None, C="auto",
                  loss="squared_hinge", normalized=False, cv_folds=5, max_iter=1000, tol=1e-7,
-                 random_state=0, row_bytes=None):  # fmt: skip
+                 random_state=0, row_bytes=None, probability=False):  # fmt: skip
         keep_params(self, locals())
 
     def fit(self, X, y):
-        """Encode X and train the SVM on its features."""
+        """Encode X and train the SVM on its features (and with ``probability=True`` the
+        sigmoids of :meth:`predict_proba`, on held-out folds)."""
+        if not isinstance(self.probability, bool):
+            raise TypeError(f"probability must be True or False, got {self.probability!r}")
         self._train_settings("svm", 0)  # the parameters, before any work
         name = label_name(y)
         X, y = validate_data(self, X, y, dtype=DTYPES, ensure_min_samples=2)
@@ -143,7 +177,60 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
         report = self._train(X, y, "svm")
         self.C_ = float(report["C"])
         self.n_iter_ = int(report["iterations"])
+        if self.probability:
+            self.sigmoids_ = self._held_out_sigmoids(X, y)
         return self
+
+    #: folds of the held-out scores that :meth:`predict_proba`'s sigmoids are fitted on
+    PROBABILITY_FOLDS = 5
+
+    def _held_out_sigmoids(self, X, y) -> np.ndarray:
+        """Platt's sigmoids fitted on held-out scores: this model's C and gamma (and
+        encoder shape) refitted on the other stratified folds of the rows."""
+        from sklearn.base import clone
+        from sklearn.model_selection import StratifiedKFold
+
+        from rfcli.sklearn._calibration import fit_sigmoid
+
+        counts = np.unique(y, return_counts=True)[1]
+        if counts.min() < 2:
+            raise ValueError("probability=True fits its sigmoids on held-out folds: every "
+                             f"class needs at least 2 rows, one has {counts.min()}")  # fmt: skip
+        folds = StratifiedKFold(min(self.PROBABILITY_FOLDS, int(counts.min())), shuffle=True,
+                                random_state=self._seed % 2**32)  # fmt: skip
+        fixed = {"C": self.C_, "probability": False, "random_state": self._seed}
+        if self.gamma_ is not None:
+            fixed["gamma"] = self.gamma_
+        if self.bits == "auto":  # the chosen bits and features, not a new choice per fold
+            fixed.update(bits=self.encoder_.quantizer.bits, n_features=self.encoder_.n_features,
+                         row_bytes=None)  # fmt: skip
+        k = 1 if len(self.classes_) == 2 else len(self.classes_)
+        held_out = np.zeros((len(y), k))
+        for train, test in folds.split(X, y):
+            part = clone(self).set_params(**fixed).fit(X[train], y[train])
+            s = part.decision_function(X[test])
+            held_out[test] = s.reshape(len(test), -1)
+        if k == 1:
+            return np.array([fit_sigmoid(held_out[:, 0], y == self.classes_[1])])
+        return np.array([fit_sigmoid(held_out[:, j], y == c) for j, c in enumerate(self.classes_)])
+
+    @_needs_probability
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities (n, n_classes), in the order of ``classes_``: Platt's
+        sigmoids of the one-vs-rest scores, fitted on held-out folds (``probability=True``),
+        normalized to sum to one."""
+        from rfcli.sklearn._calibration import sigmoid_probabilities
+
+        check_is_fitted(self, "sigmoids_")
+        S = self._scores(X)
+        S = S[:, 1:] if len(self.classes_) == 2 else S
+        return sigmoid_probabilities(S, self.sigmoids_)
+
+    @_needs_probability
+    def predict_log_proba(self, X) -> np.ndarray:
+        """The logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
 
     def decision_function(self, X) -> np.ndarray:
         """Scores ``F(x)'w_k + b_k``: (n,) for two classes (positive: ``classes_[1]``), else
