@@ -106,6 +106,45 @@ def encode(
     ``engine="dask"`` runs the encode on a Dask cluster (``dask``: a
     :class:`rfcli.engines.dask.DaskSettings`), byte-identical to the local engine.
     Paths may be fsspec URLs (see :mod:`rfcli.io.location`).
+
+    Parameters
+    ----------
+    input_path : str, numpy.ndarray, pandas.DataFrame or pyarrow.Table
+        Parquet/CSV/Zarr path or URL, ``"-"`` for CSV on stdin, or in-memory data.
+    output : str or None, default=None
+        The store (default: the input's name with ``.rff.zarr``).
+    settings : EncodeSettings or None, default=None
+        Kernel, features, bits, quantizer, preprocessing (ignored with ``like``).
+    read : ReadSettings or None, default=None
+        Label, ids, columns, chunk rows, ``on_nan``, delimiter.
+    like : str or Encoder or None, default=None
+        Reuse this store's (or encoder's) map, preprocessing and quantizer.
+    y : array-like or None, default=None
+        The label given apart.
+    overwrite, resume : bool, default=False
+        Replace an existing store; continue an interrupted one.
+    threads, memory, engine, dask
+        The resources (rfcli.jobs.resources); the store is byte-identical for any.
+    progress : Progress or None, default=None
+        Progress reporting.
+    note : callable or None, default=None
+        Receives each line of what the encode says as it happens.
+
+    Returns
+    -------
+    EncodeResult
+        The path, rows, seconds, the fitted encoder, skipped columns and notes.
+
+    Raises
+    ------
+    UsageError
+        A bad setting or resource, a resume that does not match (:class:`ResumeMismatch`).
+    InputError
+        Unreadable input, missing columns or label, bad values.
+    OutputError
+        ``output`` exists (without ``overwrite``).
+    Interrupted
+        On KeyboardInterrupt, after keeping the partial store.
     """
     settings = settings_check(settings, EncodeSettings, "settings")
     read = settings_check(read, ReadSettings, "read")
@@ -265,23 +304,56 @@ def fit_encoder(
     *,
     y=None,
     threads: int | None = None,
+    memory: int | None = None,
     engine: str = "local",
     dask=None,
     progress: Progress | None = None,
 ) -> Encoder:
-    """The encoder ``settings`` describe, fitted on the input (a path or in-memory data,
-    ``y`` its label, as for :func:`encode`) by the passes :func:`encode` makes before it
-    writes: ``encode`` with this encoder as ``like`` writes the store ``encode`` would
-    have written.  Nothing is written."""
+    """The encoder ``settings`` describe, fitted on the input by the passes :func:`encode`
+    makes before it writes: ``encode`` with this encoder as ``like`` writes the store
+    ``encode`` would have written.  Nothing is written.
+
+    Parameters
+    ----------
+    input_path : str, numpy.ndarray, pandas.DataFrame or pyarrow.Table
+        The input, as for :func:`encode`.
+    settings : EncodeSettings or None, default=None
+        The map, quantizer and preprocessing.
+    read : ReadSettings or None, default=None
+        How the input is read (label, columns, chunk rows).
+    y : array-like or None, default=None
+        The label given apart (``gamma="search"``, ``bits="auto"``).
+    threads, memory, engine, dask
+        The resources, as for :func:`encode` (``memory`` bounds the chunks read).
+    progress : Progress or None, default=None
+        Progress reporting.
+
+    Returns
+    -------
+    Encoder
+        The fitted encoder (preprocessing, map, quantizer), with its fit report.
+
+    Raises
+    ------
+    UsageError
+        A bad setting or resource.
+    InputError
+        Unreadable input, missing columns or label.
+    """
     settings = settings_check(settings, EncodeSettings, "settings")
     read = settings_check(read, ReadSettings, "read")
     data, read = attach_label(input_path, y, read)
     _check_args(threads, read, False, data)
+    if memory is not None:
+        check_int(memory, "memory", 1)
     with open_engine(engine, dask, progress or NullProgress(), threads) as eng:
         source = open_source(for_engine(eng, data), read.fmt, spool_stdin=True,
                              delimiter=read.delimiter)  # fmt: skip
         try:
             eng.check_source(source)
+            if memory is not None:
+                read = _budget_chunks(read, source, EncoderFitter(settings), None, memory,
+                                      eng.threads)  # fmt: skip
             return fit_on_source(eng, source, settings, read)[0]
         finally:
             source.close()

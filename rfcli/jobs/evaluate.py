@@ -59,7 +59,37 @@ def evaluate(
     ``y`` given apart.  On a Dask cluster with ``engine="dask"``: the counts and sums of
     slices are added up.  ``on_nan``: rows of raw data with NaN/inf features: ``error``,
     ``zero``, or ``drop`` (local engine); ``delimiter``: of CSV input (default: a tab for
-    .tsv/.tab names, else a comma)."""
+    .tsv/.tab names, else a comma).
+
+    Parameters
+    ----------
+    model_path : str or TrainResult
+        A model file, or a training result.
+    test_path : str, numpy.ndarray, pandas.DataFrame or pyarrow.Table
+        A labelled store, or raw data with the model's columns (by name) and label.
+    y : array-like or None, default=None
+        The labels given apart.
+    on_nan, delimiter
+        As for :func:`rfcli.predict`.
+    threads, memory, engine, dask
+        The resources (rfcli.jobs.resources).
+    progress : Progress or None, default=None
+        Progress reporting.
+
+    Returns
+    -------
+    dict
+        ``model``, ``task``, ``rows``, the metrics (accuracy and macro_f1, or mse, rmse,
+        r2 and for a GP nlpd), ``features``, ``bits``, ``bits_per_sample``, ``quantizer``,
+        ``normalized``, ``seconds``.
+
+    Raises
+    ------
+    InputError
+        Unreadable data, a missing label, labels of another kind, no rows.
+    UsageError
+        A bad option or resource.
+    """
     res = Resources(threads=threads, memory=memory, engine=engine, dask=dask)
     check_on_nan(on_nan, engine)
     model, encoder, meta = open_model(model_path)

@@ -87,7 +87,40 @@ def predict(
     ``zero``, or ``drop`` (local engine; the output then has fewer rows than the input).
     ``engine="dask"``: slices of rows are predicted on a Dask cluster and written here in
     row order (the same batches as locally: the same output bytes).  ``delimiter``: of CSV
-    input (default: a tab for .tsv/.tab names, else a comma)."""
+    input (default: a tab for .tsv/.tab names, else a comma).
+
+    Parameters
+    ----------
+    model_path : str or TrainResult
+        A model file, or a training result.
+    input_path : str, numpy.ndarray, pandas.DataFrame or pyarrow.Table
+        A store encoded with the model's map, or raw data with the model's columns
+        (matched by name).
+    output : str or None, default=None
+        ``.npy``, ``.parquet``, ``.csv`` or ``"-"``; None: returned.
+    ids, on_nan, delimiter
+        Id columns to carry, rows with NaN/inf, the CSV delimiter (above).
+    overwrite : bool, default=False
+        Replace an existing ``output``.
+    threads, memory, engine, dask
+        The resources (rfcli.jobs.resources); ``memory`` bounds the rows per batch.
+    progress : Progress or None, default=None
+        Progress reporting.
+
+    Returns
+    -------
+    PredictResult or dict of numpy.ndarray
+        The rows written (with the output's columns and types), or the columns.
+
+    Raises
+    ------
+    InputError
+        Unreadable input, missing columns, a store of another map.
+    OutputError
+        ``output`` exists (without ``overwrite``) or has an unknown extension.
+    UsageError
+        A bad option or resource.
+    """
     res = Resources(threads=threads, memory=memory, engine=engine, dask=dask)
     check_on_nan(on_nan, engine)
     fmt = output_format(output) if output is not None else "memory"  # a bad extension: at once
