@@ -21,12 +21,13 @@ at most one more doubling's gain (a loss from m'/2 to m', noise, counts as none)
 quantization noise's part of the score, which no m removes, is what the measurement at m'
 already holds.
 
-Gamma and b are chosen together: around the searched gamma (or at the given one) each b
-is scored at gamma * 2^k, k = -1, 0, 1, the grid widened by up to :data:`MAX_EXTRA` steps
-while a b's best sits at its edge; the (gamma, b) pair of the best extrapolated score is
-kept (a tie: the larger b, fewer features to train on).  The cost: about 3 x 5 scores at
-m' = 512 and 256 features of the search's sample, each about a quarter of one bandwidth
-candidate at 1024 features, independent of the input's size.
+Gamma and b are chosen together: every b is scored at the searched gamma (or only at the
+given one), then the :data:`REFINE` best of them at gamma * 2^k, k = -1, 0, 1, the grid
+widened by up to :data:`MAX_EXTRA` steps while a b's best sits at its edge; the (gamma, b)
+pair of the best extrapolated score is kept (a tie: the larger b, fewer features to train
+on).  The cost: about 5 + 3 x 2 scores at m' = 512 and 256 features of the search's
+sample, each about a quarter of one bandwidth candidate at 1024 features, independent of
+the input's size.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ CHOICE_FEATURES = 512
 NEIGHBOURS = 1
 #: steps added beyond an edge of a b's gamma grid, at most, on each side
 MAX_EXTRA = 2
+#: bit widths scored around the searched gamma: the best ones at it
+REFINE = 3
 
 
 def features_for(row_bytes: int, bits: float) -> int:
@@ -212,42 +215,55 @@ def choose_bits(
     folds = (keyed_uniform(seed, np.arange(n), 1)[:, 0] * FOLDS).astype(int)
     cands = []
     widen = widen and gamma is not None
-    with one_blas_thread():  # the same floating-point sums whatever the threads or engine
-        for b in bits:
+    import scipy.linalg  # noqa: F401  (SciPy's BLAS loaded before the limit is set)
+
+    scored: dict[int, dict[int, tuple[float, float, float]]] = {b: {} for b in bits}
+
+    def score(b: int, k: int) -> float:
+        """The extrapolated score of b at gamma * 2^k (kept with the two measured)."""
+        if k not in scored[b]:
             m_b = features_for(row_bytes, b)
             m1 = min(m_b, CHOICE_FEATURES)
-            c = Candidate(b, m_b, m1)
-            scored: dict[int, tuple[float, float, float]] = {}
+            g = None if gamma is None else gamma * STEP**k
+            F = np.asarray(features(g, b, m1), dtype=np.float64)
+            s1, s2 = _score_nested(F, Y, task, truth, folds)
+            s2 = s1 if m1 == m_b else s2
+            scored[b][k] = (extrapolate(s1, s2, m1, m_b), s1, s2)
+        return scored[b][k][0]
 
-            def score(k: int, b=b, m_b=m_b, m1=m1, scored=scored) -> float:
-                if k not in scored:
-                    g = None if gamma is None else gamma * STEP**k
-                    F = np.asarray(features(g, b, m1), dtype=np.float64)
-                    s1, s2 = _score_nested(F, Y, task, truth, folds)
-                    s2 = s1 if m1 == m_b else s2
-                    scored[k] = (extrapolate(s1, s2, m1, m_b), s1, s2)
-                return scored[k][0]
+    def refine(b: int) -> None:
+        """b's gammas around the searched one, the grid widened while its best is at an edge."""
+        lo, hi = -NEIGHBOURS, NEIGHBOURS
+        for k in range(lo, hi + 1):
+            score(b, k)
+        while True:
+            best = max(scored[b], key=lambda k: (scored[b][k][0], -abs(k)))
+            if best == lo and lo > -NEIGHBOURS - MAX_EXTRA:
+                lo -= 1
+                score(b, lo)
+            elif best == hi and hi < NEIGHBOURS + MAX_EXTRA:
+                hi += 1
+                score(b, hi)
+            else:
+                return
 
-            lo, hi = (-NEIGHBOURS, NEIGHBOURS) if widen else (0, 0)
-            for k in range(lo, hi + 1):
-                score(k)
-            while widen:
-                best = max(scored, key=lambda k: (scored[k][0], -abs(k)))
-                if best == lo and lo > -NEIGHBOURS - MAX_EXTRA:
-                    lo -= 1
-                    score(lo)
-                elif best == hi and hi < NEIGHBOURS + MAX_EXTRA:
-                    hi += 1
-                    score(hi)
-                else:
-                    break
-            for k in sorted(scored):
-                c.gammas.append(None if gamma is None else float(gamma * STEP**k))
-                c.steps.append(k)
-                c.scores.append(scored[k][0])
-                c.at_measured.append(scored[k][1])
-                c.at_half.append(scored[k][2])
-            cands.append(c)
+    with one_blas_thread():  # the same floating-point sums whatever the threads or engine
+        for b in bits:  # every b at the searched gamma, then the best REFINE around it
+            score(b, 0)
+        if widen:
+            ranked = sorted(bits, key=lambda b: (scored[b][0][0], b), reverse=True)
+            for b in ranked[:REFINE]:
+                refine(b)
+    for b in bits:
+        m_b = features_for(row_bytes, b)
+        c = Candidate(b, m_b, min(m_b, CHOICE_FEATURES))
+        for k in sorted(scored[b]):
+            c.gammas.append(None if gamma is None else float(gamma * STEP**k))
+            c.steps.append(k)
+            c.scores.append(scored[b][k][0])
+            c.at_measured.append(scored[b][k][1])
+            c.at_half.append(scored[b][k][2])
+        cands.append(c)
     win = max(cands, key=lambda c: (c.scores[c.best], c.bits))
     return BitsChoice(
         bits=win.bits,

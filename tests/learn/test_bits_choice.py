@@ -76,7 +76,9 @@ def test_the_informative_candidate_wins():
     won = max(d["candidates"], key=lambda c: c["score"])
     assert won["bits"] == good and won["score"] > 0.9
     assert all(c["score"] < 0.7 for c in d["candidates"] if c["bits"] != good)
-    assert all(len(c["gammas"]) >= 3 for c in d["candidates"])  # a grid around gamma
+    # every b at gamma, the REFINE best of them on a grid around it
+    grids = sorted(len(c["gammas"]) for c in d["candidates"])
+    assert grids[: 4 - bc.REFINE] == [1] * (4 - bc.REFINE) and min(grids[4 - bc.REFINE :]) >= 3
 
 
 def _encode(tmp_path, **kw):
@@ -105,6 +107,13 @@ def test_encode_keeps_the_budget_and_reports_the_choice(tmp_path):
 
     summary = store_summary(FeatureStore(res.path))  # what inspect --json shows
     assert summary["fit"]["bits_choice"] == choice
+    from rfcli.cli.inspect import store_sections
+
+    rows = dict(store_sections(summary)[0][1])  # what inspect shows
+    text = rows["bits choice"]
+    assert text.startswith(f"{choice['bits']} bits, m {choice['features']} for 48 bytes per row")
+    assert all(f"b {c['bits']} m {c['features']:,} " in text for c in choice["candidates"])
+    assert "bits_choice" not in rows.get("fitted", "")
 
 
 def test_fixed_bits_and_row_bytes_set_the_features(tmp_path):
