@@ -204,7 +204,8 @@ def test_a_parquet_path_with_its_label_is_raw_input(rows):
     res = rfcli.train(rows[1], None, rfcli.TrainSettings(model="krr", alpha=1.0),
                       rfcli.ReadSettings(label="label"))  # fmt: skip
     assert res.trained_on["input"] == rows[1]
-    assert res.encoder.n_features == rfcli.EncodeSettings().n_features
+    assert rfcli.EncodeSettings().n_features is None  # the default: 1024 features
+    assert res.encoder.n_features == 1024
 
 
 def test_train_gpr_in_memory_equals_the_file(tmp_path):
