@@ -401,11 +401,8 @@ def _gpr_settings(o: dict):
     ctx = click.get_current_context()
     # --tol with --model gpr (its old spelling) is named as such in messages
     old = {"tol": "--tol (now --kernel-tol)"} if flag_of(ctx, "kernel_tol") == "--tol" else {}
-    # --kernel-tol's default is encode's; train's is GPRSettings' (the data check follows
-    # the noise: docs/gpr.md)
-    tol = o["kernel_tol"] if given(ctx, "kernel_tol") or old else GPRSettings.tol
     return settings_from(GPRSettings, o, renamed, old, features=o["gp_features"],
-                         kernel=o["gp_kernel"], tol=tol)  # fmt: skip
+                         kernel=o["gp_kernel"], tol=o["kernel_tol"])  # fmt: skip
 
 
 def _train_linear(ui, input_path, model, output, settings, run) -> None:

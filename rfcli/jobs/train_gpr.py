@@ -82,12 +82,9 @@ class GPRSettings(Validated):
     signal_bounds: tuple[float, float] = (1e-3, 1e3)
     lengthscale: float | None = None  # fixed lengthscale without --learn (default: geometric mid)
     n_features: int = 1024  # rff
-    #: glf kernel error tolerance on probe differences at the optimum (units of the signal
-    #: variance); learning also keeps the kernel matrix's error on the data at most
-    #: NOISE_SHARE x the learned noise/signal (rfcli.jobs.gpr_levels), which sets the accuracy
-    #: where it matters: 1e-3 here over-resolved rules (openintro ames, 3-D: 4649 nodes, 108 s;
-    #: with 1e-2 2082 nodes, 17 s, the same test MSE to 3e-4)
-    tol: float = 1e-2
+    #: glf kernel error tolerance at the optimum (units of the signal variance); learning
+    #: also keeps it at most NOISE_SHARE x the learned noise/signal (rfcli.jobs.gpr_levels)
+    tol: float = 1e-3
     nodes: list[int] | None = None
     cutoff: list[float] | None = None
     standardize: bool = True

@@ -38,7 +38,7 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         Noise and signal variances, in units of the standardized target.
     n_features : int, default=1024
         Random Fourier features (features="rff").
-    tol : float, default=1e-2
+    tol : float, default=1e-3
         GLF's kernel approximation tolerance (units of the signal variance) at the optimum;
         learning also keeps it at most 0.3 x the learned noise/signal ratio (refining the
         rule when needed).
@@ -93,7 +93,7 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         noise_bounds=(1e-6, 10.0),
         signal_bounds=(1e-3, 1e3),
         n_features=1024,
-        tol=1e-2,
+        tol=1e-3,
         memory=None,
         standardize=True,
         learn=True,
