@@ -28,7 +28,8 @@ COMMANDS = ("encode", "train", "predict", "evaluate", "sweep", "inspect", "decod
 #: options that apply to every use of their command
 EVERYWHERE = {"quiet", "debug"}
 GENERAL = {
-    "encode": {"output", "like", "label", "ids", "fmt", "on_nan", "chunk_rows", "memory", "row_bytes",
+    "encode": {"output", "like", "label", "ids", "fmt", "on_nan", "chunk_rows", "memory",
+               "row_bytes",
                "engine", "overwrite", "as_json"},
     "train": {"model", "output", "seed", "engine", "overwrite", "as_json"},
     "predict": {"output", "ids", "engine", "as_json"},
