@@ -14,7 +14,7 @@ def invoke(*args):
 
 
 QUAKES_TR, QUAKES_TE = SAMPLE / "quakes.train.parquet", SAMPLE / "quakes.test.parquet"
-# encode and train default to different kernel tolerances (1e-3, 1e-2): the same map needs it
+# the same kernel tolerance for encode and train (with --nodes the cutoff follows it)
 FAST = ["--lengthscale-bounds", "0.5,1", "--nodes", "24,24", "--kernel-tol", "1e-3"]
 
 
