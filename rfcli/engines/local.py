@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 from rfcli.encoder_fit import EncoderFitter
-from rfcli.engines.base import Engine, sum_in_order
+from rfcli.engines.base import Engine, batch_results, sum_in_order
 from rfcli.errors import InputError, Interrupted
 from rfcli.io.readers import Chunk, iter_chunks
 from rfcli.progress import NullProgress, Progress
@@ -89,22 +89,15 @@ class LocalPasses:
         batches of a group one after another, groups on the pool's threads."""
         groups = self._groups()
         with one_blas_thread(), self.progress.task(title, self.data.n_rows) as task:
+            groups = [_Tracked(g, task) for g in groups]
             if not self._parallel(len(groups)):
                 for g in groups:
                     for batch in g.batches(with_ids=True):
                         yield fn(batch, *args)
-                        task.advance(len(batch))
                 return
-            jobs = [partial(_batch_outputs, g, fn, args) for g in groups]
+            jobs = [partial(batch_results, g, fn, args) for g in groups]
             for outs in _ordered(self._pool, jobs, self.threads):
-                for out, n in outs:
-                    yield out
-                    task.advance(n)
-
-
-def _batch_outputs(data, fn, args) -> list:
-    """(``fn(batch, *args)``, rows) for every batch of ``data``, in row order."""
-    return [(fn(b, *args), len(b)) for b in data.batches(with_ids=True)]
+                yield from outs
 
 
 def _ordered(pool: ThreadPoolExecutor, jobs: list, threads: int) -> Iterator[Any]:
@@ -251,8 +244,9 @@ class LocalEngine(Engine):
                 drain(2 * threads)
             drain(0)
 
-    def passes(self, data, cache: bool = False) -> LocalPasses:
-        return LocalPasses(data, self.progress, self.threads, self.pool)
+    def passes(self, data, cache: bool = False, threads: int | None = None) -> LocalPasses:
+        t = self.threads if threads is None else max(1, min(self.threads, int(threads)))
+        return LocalPasses(data, self.progress, t, self.pool)
 
 
 def _tail(ch: Chunk, k: int) -> Chunk:
