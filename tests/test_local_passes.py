@@ -143,14 +143,15 @@ def test_models_are_bit_identical_for_1_2_and_8_threads_cached_or_not(letter_sto
     assert blas_depth() == 0  # every job gave the BLAS limit back
 
 
-def test_gp_model_is_bit_identical_for_1_2_and_8_threads(letter_store):
+@pytest.mark.parametrize("kind,memory", [("rff", None), ("glf", 80 << 20)])
+def test_gp_model_is_bit_identical_for_1_2_and_8_threads(letter_store, kind, memory):
+    """GLF under a budget that holds the partial sums of two pass threads only: the rule is
+    sized for one, so the same model comes out whatever the threads."""
     _, src = letter_store
     read = rfcli.ReadSettings(label="target", columns=["f0", "f1"], chunk_rows=256)
-    runs = [
-        rfcli.train_gpr(src, None, rfcli.GPRSettings(features="rff", n_features=64, starts=1), read,
-                        threads=t)  # fmt: skip
-        for t in (1, 2, 8)
-    ]
+    settings = rfcli.GPRSettings(features=kind, n_features=64, starts=1)
+    runs = [rfcli.train_gpr(src, None, settings, read, threads=t, memory=memory)
+            for t in (1, 2, 8)]  # fmt: skip
     ref = _model_arrays(runs[0])
     for res in runs[1:]:
         for k, v in ref.items():

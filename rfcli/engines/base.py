@@ -94,9 +94,11 @@ class Engine:
         """Encode every row of ``source`` into ``writer``'s store and complete it."""
         raise NotImplementedError
 
-    def passes(self, data, cache: bool = False):
+    def passes(self, data, cache: bool = False, threads: int | None = None):
         """Passes over ``data`` (:class:`rfcli.learn.data.StoreData` or ``RawData``);
-        ``cache``: keep a store's packed codes in the workers' memory between passes."""
+        ``cache``: keep a store's packed codes in the workers' memory between passes;
+        ``threads``: at most this many of the engine's threads at once (a pass whose partial
+        results are large, within a memory budget; the result is the same for any number)."""
         raise NotImplementedError
 
     def close(self) -> None:

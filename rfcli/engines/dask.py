@@ -290,7 +290,7 @@ class DaskEngine(Engine):
             writer.abort()
             raise
 
-    def passes(self, data, cache: bool = False) -> DaskPasses:
+    def passes(self, data, cache: bool = False, threads: int | None = None) -> DaskPasses:
         return DaskPasses(self, data, cache)
 
     def close(self) -> None:

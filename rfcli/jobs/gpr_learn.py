@@ -83,8 +83,7 @@ def theta_of(point: dict) -> np.ndarray:
     return np.array([np.exp(point["log_s2"]), *point["ell"], np.exp(point["log_lam"])])
 
 
-def learn_fixed(red, spectral, bounds, s, report, threads: int = 1,
-                 progress=None):  # fmt: skip
+def learn_fixed(red, spectral, bounds, s, report, progress=None):
     """Fixed features (a store, given nodes): scan, then L-BFGS-B within ``bounds`` from the
     best scan points; without ``s.learn`` the default hyperparameters."""
     with one_blas_thread():
@@ -125,13 +124,12 @@ def none_encoder(base: Encoder, fmap: FeatureMap) -> Encoder:
     return Encoder(base.columns, base.preprocess, fmap, make_quantizer("none", 32))
 
 
-def fit_rff(stats, base: Encoder, bounds: np.ndarray, s, report, threads=1,
-             progress=None):  # fmt: skip
+def fit_rff(stats, base: Encoder, bounds: np.ndarray, s, report, progress=None):
     d = len(base.columns)
     lo, hi = float(bounds[:, 0].min()), float(bounds[:, 1].max())
     spectral = constant_spectral(s.n_features)
     if s.learn:
-        enc, st, ell, extra = _learn_rff_lengthscale(stats, base, s, lo, hi, threads)
+        enc, st, ell, extra = _learn_rff_lengthscale(stats, base, s, lo, hi)
         report.update(extra)
         passes = extra["passes"]
     else:
@@ -142,12 +140,11 @@ def fit_rff(stats, base: Encoder, bounds: np.ndarray, s, report, threads=1,
     _, _, c, yty = st.standardized()
     with one_blas_thread():
         red = Reduced(st.G, c, yty, st.n)
-    theta, history = learn_fixed(red, spectral, np.zeros((0, 2)), s, report, threads,
-                                  progress)  # fmt: skip
+    theta, history = learn_fixed(red, spectral, np.zeros((0, 2)), s, report, progress)
     return Fit(enc, st, red, spectral, theta, history, "rff", 0, [ell]), passes
 
 
-def _learn_rff_lengthscale(stats, base: Encoder, s, lo: float, hi: float, threads: int = 1):
+def _learn_rff_lengthscale(stats, base: Encoder, s, lo: float, hi: float):
     """Bounded 1-D search over log(lengthscale); each evaluation redraws the RFF map at that
     lengthscale (same seed: the draws are rescaled), makes a data pass for the statistics and
     learns s^2 and lambda from them.  Returns the encoder and statistics at the optimum."""

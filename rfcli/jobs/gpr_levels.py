@@ -134,11 +134,11 @@ class Levels:
     optimum (module docstring).  ``stats(encoder, title, fn, args)`` makes one pass."""
 
     def __init__(
-        self, stats, base: Encoder, sample, bounds, s, report, clock, *, threads: int = 1,
-        progress=None, memory: int | None = None,
+        self, stats, base: Encoder, sample, bounds, s, report, clock, *, progress=None,
+        memory: int | None = None,
     ):  # fmt: skip
         self.stats, self.base, self.s, self.report, self.clock = stats, base, s, report, clock
-        self.threads, self.progress = threads, progress
+        self.progress = progress
         self.d = len(base.columns)
         self.bounds = np.asarray(bounds, dtype=float)  # (n_ell, 2)
         self.n_ell = len(self.bounds)
@@ -151,7 +151,9 @@ class Levels:
         self.tol = float(s.tol)  # lowered when the learned noise asks for it
         self.memory = memory  # the job's budget (None: physical memory)
         self.budget = memory if memory is not None else physical_memory()
-        self.max_nodes = max_gp_nodes(self.budget, threads)
+        # sized for one pass thread: the rule (and the model) never depend on the core count;
+        # passes then run on as many threads as the budget allows (pass_threads)
+        self.max_nodes = max_gp_nodes(self.budget)
 
     # -- rules and passes -------------------------------------------------------------------
     def _map(self, ranges: np.ndarray) -> GaussLegendreMap:
@@ -203,7 +205,7 @@ class Levels:
         return np.broadcast_to(np.asarray(ell, float), (self.d,)) if self.n_ell == 1 else ell
 
     def _too_large(self, e: RuleTooLarge, what: str):
-        need = gp_memory_need(2 * e.nodes, self.threads)
+        need = gp_memory_need(2 * e.nodes, 1)
         whose = "memory" if self.memory is not None else "this machine's physical memory"
         return UsageError(
             f"{e}, {what}: {2 * e.nodes} features need about {human(need)} of memory for "
@@ -220,7 +222,7 @@ class Levels:
         if s.nodes is not None:  # a rule given by hand: one pass over the bounds
             fmap = self._map(self.bounds)
             enc, st, red, spectral = self._pass(fmap, "GP statistics")
-            theta, history = learn_fixed(red, spectral, self.bounds, s, self.report, self.threads,
+            theta, history = learn_fixed(red, spectral, self.bounds, s, self.report,
                                           self.progress)  # fmt: skip
             self._record("fixed", fmap, self.bounds, theta, red, spectral, history)
             return self._done(enc, st, red, spectral, theta, history)

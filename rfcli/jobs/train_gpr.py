@@ -52,6 +52,7 @@ from rfcli.learn.gpr import (
     constant_spectral,
     glf_spectral,
     lml_and_grad,
+    pass_threads,
     posterior,
 )
 from rfcli.learn.gpr_search import (
@@ -61,6 +62,7 @@ from rfcli.learn.targets import Targets
 from rfcli.maps.base import FeatureMap
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import GLF_KERNELS
+from rfcli.memory import physical_memory
 from rfcli.progress import NullProgress, Progress
 from rfcli.threads import one_blas_thread
 
@@ -321,15 +323,13 @@ def _fit_store(path, s: GPRSettings, eng, report, clock):
             source = "map"
         report.update(lengthscale_bounds=bounds.tolist(), bounds_from=source)
         spectral = glf_spectral(fmap, s.ard)
-        theta, history = learn_fixed(red, spectral, bounds, s, report, eng.threads,
-                                      eng.progress)  # fmt: skip
+        theta, history = learn_fixed(red, spectral, bounds, s, report, eng.progress)
         fit = Fit(store.encoder, st, red, spectral, theta, history, kind, len(bounds), [])
         return fit, data.label_name, 1
     if s.learn and s.features == "rff":
         report["note"] = "a store has a fixed map: the lengthscale is not learned (give raw data)"
     spectral = constant_spectral(store.encoder.n_features)
-    theta, history = learn_fixed(red, spectral, np.zeros((0, 2)), s, report, eng.threads,
-                                  eng.progress)  # fmt: skip
+    theta, history = learn_fixed(red, spectral, np.zeros((0, 2)), s, report, eng.progress)
     gamma = getattr(fmap, "gamma_", None)
     ell = [float(1 / np.sqrt(2 * gamma))] if gamma else []
     return Fit(store.encoder, st, red, spectral, theta, history, kind, 0, ell), data.label_name, 1
@@ -396,16 +396,19 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         data = RawData(source, sel, enc, raw_features=True, chunk_rows=rows, on_nan=read.on_nan)
         t = time.perf_counter()
         n_pass = made.add()
-        out = eng.passes(data).reduce(fn, *args, title=f"data pass {n_pass}: {what}")
+        threads = pass_threads(enc.n_features, eng.memory or physical_memory(), eng.threads)
+        out = eng.passes(data, threads=threads).reduce(
+            fn, *args, title=f"data pass {n_pass}: {what}"
+        )
         clock["pass"] += time.perf_counter() - t
         if (out[0] if isinstance(out, tuple) else out).n == 0:
             raise InputError(f"{path}: no rows")
         return out
 
     if s.features == "rff":
-        fit, passes = fit_rff(stats, base, bounds, s, report, eng.threads, eng.progress)
+        fit, passes = fit_rff(stats, base, bounds, s, report, eng.progress)
     else:
-        fit, passes = Levels(stats, base, sample, bounds, s, report, clock, threads=eng.threads,
+        fit, passes = Levels(stats, base, sample, bounds, s, report, clock,
                              progress=eng.progress, memory=eng.memory).run()  # fmt: skip
     return fit, 1 + passes
 

@@ -142,8 +142,19 @@ def gp_memory_need(m: int, threads: int) -> int:
     return 8 * m * m * (max(int(threads), 1) + GP_MATRICES) + (32 << 20) * max(int(threads), 1)
 
 
-def max_gp_nodes(budget: int, threads: int) -> int:
-    """The most GLF nodes (2 features each) whose GP fit fits ``budget`` bytes."""
+def pass_threads(m: int, budget: int, threads: int) -> int:
+    """How many of ``threads`` pass threads a GP pass with m features may run at once within
+    ``budget`` bytes (at least one): the fit's features, and so its model, never depend on
+    the threads; only how many partial sums are held at once does."""
+    t = max(int(threads), 1)
+    while t > 1 and gp_memory_need(m, t) > budget:
+        t -= 1
+    return t
+
+
+def max_gp_nodes(budget: int, threads: int = 1) -> int:
+    """The most GLF nodes (2 features each) whose GP fit fits ``budget`` bytes on
+    ``threads`` pass threads (the GP job sizes its rule for one: :func:`pass_threads`)."""
     t = max(int(threads), 1)
     free = budget - (32 << 20) * t
     if free <= 0:
