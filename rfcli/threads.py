@@ -33,7 +33,8 @@ def default_threads() -> int:
     return min(8, available_cores())
 
 
-_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "BLIS_NUM_THREADS")
+#: the variables a BLAS library reads its thread count from when it loads
+_LOAD_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
 
 class _OneThread:
@@ -44,29 +45,47 @@ class _OneThread:
     The limit is set through threadpoolctl's controllers for each library, but without its
     guard for OpenBLAS's process-wide pool (threadpoolctl >= 3.6 lets only the first thread
     that set a limit change it, and silently ignores the others: a job run in another
-    thread would keep the default threads); the counted blocks here are that guard."""
+    thread would keep the default threads); the counted blocks here are that guard.
+
+    While a block is open the environment asks for one BLAS thread, so that a library first
+    loaded inside it (SciPy's own OpenBLAS, at SciPy's first import) starts with one; the
+    next block entered, or the last one's exit, finds it and gives it the default threads
+    back at the end."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.depth = 0
         self.seen: tuple | None = None
         self.limited: dict[str, tuple] = {}  # library path: (controller, its thread count)
+        self.env: dict[str, str | None] = {}
+        self.default: int | None = None  # threads of a library loaded inside a block
+
+    @staticmethod
+    def _loaded() -> tuple:
+        return ("numpy" in sys.modules, "scipy.linalg" in sys.modules)  # each loads a BLAS
 
     def enter(self) -> None:
-        seen = ("numpy" in sys.modules, "scipy.linalg" in sys.modules)  # each loads a BLAS
+        seen = self._loaded()
         with self.lock:
             self.depth += 1
+            if self.depth == 1:
+                self.env = {k: os.environ.get(k) for k in _LOAD_ENV}
+                os.environ.update(dict.fromkeys(_LOAD_ENV, "1"))
             if seen != self.seen:  # first entry, or a BLAS loaded since (SciPy's own)
                 self.seen = seen
-                self._limit()
+                self._limit(first=self.depth == 1 and not self.limited)
 
-    def _limit(self) -> None:
+    def _limit(self, first: bool) -> None:
         from threadpoolctl import ThreadpoolController
 
         for lib in ThreadpoolController().lib_controllers:
             if lib.user_api != "blas" or lib.filepath in self.limited:
                 continue
-            n = lib.get_num_threads()
+            # loaded before the block: its own count; inside it: the count the first
+            # libraries had (it started with the one the environment asked for)
+            n = lib.get_num_threads() if first else self.default
+            if first and self.default is None:
+                self.default = n
             _set(lib, 1)
             self.limited[lib.filepath] = (lib, n)
 
@@ -74,10 +93,17 @@ class _OneThread:
         with self.lock:
             self.depth -= 1
             if self.depth == 0:
+                if self._loaded() != self.seen:  # loaded inside and not limited yet
+                    self._limit(first=False)
                 for lib, n in self.limited.values():
                     if n is not None:
                         _set(lib, n)
-                self.limited, self.seen = {}, None
+                for k, v in self.env.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+                self.limited, self.seen, self.default = {}, None, None
 
 
 def _set(lib, n: int) -> None:
@@ -97,9 +123,9 @@ def one_blas_thread() -> Iterator[None]:
     The limit is process-wide (BLAS libraries have one thread setting) and counted: the first
     block to enter sets it, nested blocks and blocks of other threads (two jobs in threads
     of one process, a notebook, joblib's threading backend) share it, and the last to leave
-    restores the libraries' own limits.  A block entered after a new BLAS library was
-    loaded (SciPy's, at its first import) limits that one too.  Code of other libraries that
-    runs in the process meanwhile also gets one BLAS thread."""
+    restores the libraries' own limits.  A BLAS library first loaded inside a block (SciPy's,
+    at its first import) starts with one thread too.  Code of other libraries that runs in
+    the process meanwhile also gets one BLAS thread."""
     _STATE.enter()
     try:
         yield

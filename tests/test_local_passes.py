@@ -177,3 +177,31 @@ def test_two_trainings_in_two_threads_give_the_models_they_give_alone(letter_sto
         for k, v in _model_arrays(a).items():
             assert np.array_equal(_model_arrays(b)[k], v), k
     assert blas_depth() == 0
+
+
+def test_a_blas_library_loaded_inside_the_block_runs_on_one_thread_then_gets_its_default():
+    """SciPy's own OpenBLAS, first loaded inside a block (as a job's learner imports it), has
+    one thread there without another block being entered, and the default after."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from rfcli.threads import one_blas_thread\n"
+        "def counts():\n"
+        "    return sorted({i['num_threads'] for i in threadpool_info()\n"
+        "                   if i['user_api'] == 'blas'})\n"
+        "before = counts()\n"
+        "with one_blas_thread():\n"
+        "    import scipy.linalg\n"
+        "    inside = counts()\n"
+        "print(before, inside, counts())\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")}  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True).stdout.split("] [")  # fmt: skip
+    before, inside, after = (s.strip("[]\n ") for s in out)
+    assert inside == "1"
+    assert after == before  # every library, SciPy's included, back at numpy's default

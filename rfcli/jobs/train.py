@@ -251,8 +251,6 @@ def _train_store(store, trained_on, output, settings: TrainSettings, res: Resour
         if res.memory:
             cache = max(0, min(cache, budget - need))
         data.set_cache_budget(cache, cache)
-    import scipy.linalg  # noqa: F401  (its own BLAS, loaded before the engine limits BLAS)
-
     with res.open(progress) as eng:
         passes = eng.passes(data, cache=svm)
         if settings.model == "krr":

@@ -226,8 +226,6 @@ def train_gpr(
     check_on_nan(read.on_nan, engine)
     progress = progress or NullProgress()
     check_output(output, overwrite)
-    import scipy.linalg  # noqa: F401  (its own BLAS, loaded before the engine limits BLAS)
-
     with res.open(progress) as eng:
         return _train_gpr(input_path, output, s, read, eng, overwrite=overwrite)
 

@@ -215,10 +215,6 @@ def search_gamma(
     if nn_gamma is not None and np.isfinite(nn_gamma) and nn_gamma > 0:
         up = int(np.ceil(np.log(NN_FACTOR * nn_gamma / median_gamma) / np.log(STEP)))
         hi = int(np.clip(up, HALF_WIDTH, MAX_UP))
-    import scipy.linalg  # noqa: F401  (SciPy's own BLAS loaded before the limit: see below)
-
-    # one_blas_thread limits the BLAS libraries loaded when a block is entered: SciPy's,
-    # first loaded by _score inside the block, would keep its threads in a process's first job
     with one_blas_thread():  # the same floating-point sums whatever the threads or engine
         for k in range(lo, hi + 1):
             score(k)
