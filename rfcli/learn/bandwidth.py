@@ -184,6 +184,18 @@ def _widen(scores: dict, score: Callable[[int], float], lo: int, hi: int) -> Non
             return
 
 
+def validation_folds(y, seed: int, what: str):
+    """The sample's targets for validation (``_targets``: Y, task, the true labels) and each
+    row's fold (a keyed hash of the seed and the row), refusing fewer than 3 FOLDS rows;
+    ``what`` names the setting in the refusal."""
+    n = len(y)
+    if n < 3 * FOLDS:
+        raise InputError(f"{what} needs at least {3 * FOLDS} labelled rows, got {n}")
+    Y, task, truth = _targets(np.asarray(y))
+    folds = (keyed_uniform(seed, np.arange(n), 1)[:, 0] * FOLDS).astype(int)
+    return Y, task, truth, folds
+
+
 def search_gamma(
     features: Callable[[float], np.ndarray],
     y: np.ndarray,
@@ -198,11 +210,7 @@ def search_gamma(
     (:func:`rfcli.maps.bandwidth.nearest_neighbour_gamma`); the grid extends up to
     NN_FACTOR times it where that lies beyond its upper edge."""
     t0 = time.perf_counter()
-    n = len(y)
-    if n < 3 * FOLDS:
-        raise InputError(f"gamma='search' needs at least {3 * FOLDS} labelled rows, got {n}")
-    Y, task, truth = _targets(np.asarray(y))
-    folds = (keyed_uniform(seed, np.arange(n), 1)[:, 0] * FOLDS).astype(int)
+    Y, task, truth, folds = validation_folds(y, seed, "gamma='search'")
     scores: dict[int, tuple[float, float]] = {}
 
     def score(k: int) -> float:
@@ -228,7 +236,7 @@ def search_gamma(
         candidates=[float(median_gamma * STEP**k) for k in ks],
         scores=[sign * scores[k][0] for k in ks],
         median_gamma=float(median_gamma),
-        rows=int(n),
+        rows=len(y),
         features=int(n_features),
         seconds=time.perf_counter() - t0,
         at_edge=best in (ks[0], ks[-1]),

@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rfcli.errors import InputError, UsageError
-from rfcli.random import keyed_uniform
+from rfcli.errors import UsageError
 from rfcli.threads import one_blas_thread
 
 #: the bit widths compared (those the quantizer takes)
@@ -205,17 +204,12 @@ def choose_bits(
     sample's m features at ``gamma`` quantized at b bits and decoded, ``y`` its labels
     (float: regression; else classes); ``gamma`` the searched (``widen``) or given one
     (then only it is scored; None: a map without a bandwidth)."""
-    from rfcli.learn.bandwidth import FOLDS, STEP, _targets
+    from rfcli.learn.bandwidth import STEP, validation_folds
 
     t0 = time.perf_counter()
-    n = len(y)
-    if n < 3 * FOLDS:
-        raise InputError(f"bits='auto' needs at least {3 * FOLDS} labelled rows, got {n}")
-    Y, task, truth = _targets(np.asarray(y))
-    folds = (keyed_uniform(seed, np.arange(n), 1)[:, 0] * FOLDS).astype(int)
+    Y, task, truth, folds = validation_folds(y, seed, "bits='auto'")
     cands = []
     widen = widen and gamma is not None
-    import scipy.linalg  # noqa: F401  (SciPy's BLAS loaded before the limit is set)
 
     scored: dict[int, dict[int, tuple[float, float, float]]] = {b: {} for b in bits}
 
@@ -272,6 +266,6 @@ def choose_bits(
         metric="accuracy" if task == "classification" else "mse",
         row_bytes=int(row_bytes),
         candidates=cands,
-        rows=int(n),
+        rows=len(y),
         seconds=time.perf_counter() - t0,
     )
