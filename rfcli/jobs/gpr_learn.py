@@ -137,9 +137,8 @@ def fit_rff(stats, base: Encoder, bounds: np.ndarray, s, report, progress=None):
         enc = none_encoder(base, rff_map(s, ell).fit(d))
         st = stats(enc, "GP statistics")
         passes = 1
-    _, _, c, yty = st.standardized()
     with one_blas_thread():
-        red = Reduced(st.G, c, yty, st.n)
+        red = st.reduced()
     theta, history = learn_fixed(red, spectral, np.zeros((0, 2)), s, report, progress)
     return Fit(enc, st, red, spectral, theta, history, "rff", 0, [ell]), passes
 
@@ -157,11 +156,8 @@ def _learn_rff_lengthscale(stats, base: Encoder, s, lo: float, hi: float):
         fmap = rff_map(s, ell).fit(len(base.columns))
         enc = none_encoder(base, fmap)
         st = stats(enc, f"RFF-GPR statistics (lengthscale {ell:.4g})")
-        mu, sd, c, yty = st.standardized()
         with one_blas_thread():
-            res, _ = fit_hyperparameters(
-                Reduced(st.G, c, yty, st.n), spectral, bounds, [np.array([1.0, 0.1])]
-            )
+            res, _ = fit_hyperparameters(st.reduced(), spectral, bounds, [np.array([1.0, 0.1])])
         cache[log_ell] = (enc, st, ell, -res.fun)
         return res.fun
 

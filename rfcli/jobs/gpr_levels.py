@@ -44,7 +44,6 @@ from rfcli.jobs.gpr_learn import (
 )
 from rfcli.learn.gpr import (
     GPStats,
-    Reduced,
     fit_hyperparameters,
     glf_spectral,
     gp_memory_need,
@@ -195,9 +194,8 @@ class Levels:
         self.width = np.maximum(ext.hi - ext.lo, 1e-12)
         if ext.sample is not None:
             self.xy = ext.sample.rows
-        _, _, c, yty = st.standardized()
         with timed(self.clock, "factor of G"), one_blas_thread():
-            red = Reduced(st.G, c, yty, st.n)
+            red = st.reduced()
         return none_encoder(self.base, fmap), st, red, glf_spectral(fmap, self.s.ard)
 
     def _full(self, ell: np.ndarray) -> np.ndarray:

@@ -48,7 +48,6 @@ from rfcli.learn.data import RawData, StoreData
 from rfcli.learn.gpr import (
     GPRModel,
     GPStats,
-    Reduced,
     constant_spectral,
     glf_spectral,
     lml_and_grad,
@@ -254,13 +253,14 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
     mu, sd, _, _ = st.standardized()
     with one_blas_thread():
         lml, _ = lml_and_grad(theta, red, spectral, need_grad=False)
-        mean_w, cov_w, lam = posterior(theta, red, spectral)
+        mean_w, (cov_d, cov_x), lam = posterior(theta, red, spectral)
     model = GPRModel(
         Targets("regression"),
         (sd * mean_w)[:, None],
         np.array([mu]),
         False,
-        cov=sd * sd * cov_w,
+        cov_diag=sd * sd * cov_d,
+        cov_factor=sd * cov_x,
         noise=sd * sd * lam,
     )
     ell = np.exp(theta[1 : 1 + fit.n_ell]) if fit.n_ell else fit.ell_fixed
@@ -306,9 +306,8 @@ def _fit_store(path, s: GPRSettings, eng, report, clock):
     clock["pass"] += time.perf_counter() - t
     fmap = store.encoder.fmap
     kind = "glf" if fmap.kind == "glf" else "rff"
-    _, _, c, yty = st.standardized()
     with one_blas_thread():
-        red = Reduced(st.G, c, yty, st.n)
+        red = st.reduced()
     if kind == "glf":
         d = fmap.n_inputs_
         if s.lengthscale_bounds is not None:

@@ -34,19 +34,27 @@ LOG2PI = np.log(2 * np.pi)
 
 
 class GPStats:
-    """n, G = V'V, c = V'y, s = V'1, y'y, sum y (float64, one pass)."""
+    """GP sufficient statistics of one pass (float64): n, ``G = V'V``, ``c = V'y``,
+    ``s = V'1``, y'y and sum y -- or, while at most m rows have been seen, the rows (V, y)
+    themselves: then :meth:`reduced` factors V by a pivoted QR, O(n^2 m), where forming G and
+    factoring it costs O(n m^2) time and m^2 memory (a 10-row set with a 14,000-feature rule:
+    a 1.6 GB G for rank 10).  Which form a pass ends in depends only on its row counts, so
+    the result never depends on the threads.  Statistics add (``+``) in row order."""
 
     def __init__(self, m: int):
-        self.n = 0
-        self.G = np.zeros((m, m))
-        self.c = np.zeros(m)
-        self.s = np.zeros(m)
-        self.yty = 0.0
-        self.sy = 0.0
+        self.m, self.n = int(m), 0
+        self.blocks: list[tuple[np.ndarray, np.ndarray]] | None = []  # None: folded into G
+        self.G = self.c = self.s = None
+        self.yty = self.sy = 0.0
 
     def update(self, V: np.ndarray, y: np.ndarray) -> None:
-        V = np.asarray(V, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
+        V = np.array(V, dtype=np.float64)  # a copy: the caller's buffer is reused
+        y = np.array(y, dtype=np.float64)
+        if self.blocks is not None and self.n + len(y) <= self.m:
+            self.blocks.append((V, y))
+            self.n += len(y)
+            return
+        self._fold()
         self.G += V.T @ V
         self.c += V.T @ y
         self.s += V.sum(0)
@@ -54,27 +62,66 @@ class GPStats:
         self.sy += float(y.sum())
         self.n += len(y)
 
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(V, y) of the rows kept (while n <= m)."""
+        if not self.blocks:
+            return np.zeros((0, self.m)), np.zeros(0)
+        return np.vstack([b[0] for b in self.blocks]), np.concatenate([b[1] for b in self.blocks])
+
+    def _fold(self) -> None:
+        """Rows -> sums (once; the form for n > m)."""
+        if self.blocks is None:
+            return
+        V, y = self.rows()
+        self.blocks = None
+        self.G, self.c, self.s = V.T @ V, V.T @ y, V.sum(0)
+        self.yty, self.sy = float(y @ y), float(y.sum())
+
     def __add__(self, other: GPStats) -> GPStats:
-        out = GPStats(len(self.c))
-        out.n, out.G, out.c, out.s = (
-            self.n + other.n,
-            self.G + other.G,
-            self.c + other.c,
-            self.s + other.s,
-        )
-        out.yty, out.sy = self.yty + other.yty, self.sy + other.sy
+        out = GPStats(self.m)
+        if self.blocks is not None and other.blocks is not None and self.n + other.n <= self.m:
+            out.blocks, out.n = self.blocks + other.blocks, self.n + other.n
+            return out
+        a, b = self._folded(), other._folded()
+        out.blocks, out.n = None, a.n + b.n
+        out.G, out.c, out.s = a.G + b.G, a.c + b.c, a.s + b.s
+        out.yty, out.sy = a.yty + b.yty, a.sy + b.sy
+        return out
+
+    def _folded(self) -> GPStats:
+        if self.blocks is None:
+            return self
+        out = GPStats(self.m)
+        out.blocks, out.n = list(self.blocks), self.n
+        out._fold()
         return out
 
     def standardized(self) -> tuple[float, float, np.ndarray, float]:
         """(mean, std, c and y'y of the standardized targets (y - mean)/std)."""
         if self.n < 2:
             raise InputError("GP regression needs at least 2 rows")
+        if self.blocks is not None:  # centred exactly: offset targets keep their digits
+            V, y = self.rows()
+            mu = float(y.mean())
+            yc = y - mu
+            var = float(yc @ yc) / self.n
+            sd = float(np.sqrt(var)) if var > 0 else 1.0
+            return mu, sd, V.T @ (yc / sd), float(yc @ yc) / (sd * sd)
         mu = self.sy / self.n
         var = self.yty / self.n - mu * mu
         sd = float(np.sqrt(var)) if var > 0 else 1.0
         c = (self.c - mu * self.s) / sd
         yty = (self.yty - self.n * mu * mu) / (sd * sd)
         return mu, sd, c, yty
+
+    def reduced(self, rel_tol: float = 1e-12) -> Reduced:
+        """:class:`Reduced` of the standardized targets: from the rows (pivoted QR of V)
+        while they are kept, else from G (pivoted Cholesky)."""
+        mu, sd, c, yty = self.standardized()
+        if self.blocks is None:
+            return Reduced(self.G, c, yty, self.n, rel_tol)
+        V, y = self.rows()
+        return Reduced.from_rows(V, (y - mu) / sd, rel_tol)
 
 
 @dataclass
@@ -128,6 +175,39 @@ class Reduced:
             self.P, self.z = P, z
         self.zz = float(self.z @ self.z)
         self.yty, self.n, self.r = float(yty), int(n), int(len(self.z))
+
+    @classmethod
+    def from_rows(cls, V: np.ndarray, y: np.ndarray, rel_tol: float = 1e-12) -> Reduced:
+        """The same factor from the rows (V n x m, standardized y): QR with column pivoting
+        of V (LAPACK dgeqp3), ``V[:, piv] = Q R``.  In exact arithmetic it pivots as
+        Cholesky with complete pivoting of G = V'V does, with pivots ``R_ii^2``, so the
+        rank rule is the same (``R_ii^2 >= rel_tol R_00^2``); ``P = R[:r]`` (columns put
+        back), ``z = Q_r'y``, and ``y'y - z'z`` is the residual of y off the column space of
+        V, summed directly (no cancellation when the features interpolate the targets)."""
+        import scipy.linalg as sla
+
+        V = np.asarray(V, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        n, m = V.shape
+        out = cls.__new__(cls)
+        r = 0
+        if n and m:
+            Q, R, piv = sla.qr(V, mode="economic", pivoting=True, check_finite=False)
+            d = np.abs(np.diag(R))
+            if d[0] > 0:
+                small = np.flatnonzero(d * d < rel_tol * d[0] * d[0])
+                r = int(small[0]) if len(small) else len(d)
+        if r == 0:
+            out.P, out.z = np.zeros((0, m)), np.zeros(0)
+            resid = y
+        else:
+            out.P = np.empty((r, m))
+            out.P[:, piv] = R[:r]
+            out.z = Q[:, :r].T @ y
+            resid = y - Q[:, :r] @ out.z
+        out.zz = float(out.z @ out.z)
+        out.yty, out.n, out.r = out.zz + float(resid @ resid), int(n), r
+        return out
 
 
 #: m x m float64 matrices a GP fit holds at its peak besides one statistics copy per engine
@@ -247,42 +327,66 @@ def fit_hyperparameters(
 
 def posterior(theta, red: Reduced, spectral: Spectral):
     """Weight posterior N(mu_w, Sigma_w) with prior N(0, D) and noise lambda:
-    ``Sigma_w = (D^-1 + G/lambda)^-1 = D - D P'A^-1 P D`` and ``mu_w = D P'A^-1 z``."""
+    ``Sigma_w = (D^-1 + G/lambda)^-1 = D - X'X`` with ``X = L^-1 P D`` (r x m, A = L L')
+    and ``mu_w = D P'A^-1 z``.  Returns (mu_w, (D, X), lambda): Sigma_w as its factors, r x m
+    instead of m x m (r = rank of G <= n)."""
     import scipy.linalg as sla
 
     D, _, lam, cf = _factor(theta, red, spectral)
     PD = red.P * D
     mean = PD.T @ sla.cho_solve(cf, red.z, check_finite=False)
     X = sla.solve_triangular(cf[0], PD, lower=True, check_finite=False)  # L^-1 P D
-    cov = np.diag(D) - X.T @ X
-    return mean, cov, lam
+    return mean, (D, X), lam
 
 
 @MODELS.register("gpr")
 class GPRModel(LinearModel):
-    """Predictive mean ``v(x)'mu_w`` and variance ``v(x)'Sigma_w v(x) + lambda`` (y units)."""
+    """Predictive mean ``v(x)'mu_w`` and variance ``v(x)'Sigma_w v(x) + lambda`` (y units),
+    with ``Sigma_w = diag(cov_diag) - cov_factor' cov_factor`` (:func:`posterior`).  Older
+    model files hold Sigma_w itself (``cov``, m x m); they load and predict as before."""
 
     kind = "gpr"
 
-    def __init__(self, targets, W, b, normalized, info=None, cov=None, noise=0.0):
+    def __init__(self, targets, W, b, normalized, info=None, cov=None, noise=0.0,
+                 cov_diag=None, cov_factor=None):  # fmt: skip
         super().__init__(targets, W, b, normalized, info)
-        self.cov = np.asarray(cov, dtype=np.float64)
+        self.cov = None if cov is None else np.asarray(cov, dtype=np.float64)
+        self.cov_diag = None if cov_diag is None else np.asarray(cov_diag, dtype=np.float64)
+        self.cov_factor = None if cov_factor is None else np.asarray(cov_factor, np.float64)
         self.noise = float(noise)
+
+    def covariance(self) -> np.ndarray:
+        """Sigma_w (m x m, y units)."""
+        if self.cov is not None:
+            return self.cov
+        return np.diag(self.cov_diag) - self.cov_factor.T @ self.cov_factor
 
     def std(self, F: np.ndarray) -> np.ndarray:
         F = np.asarray(F, dtype=np.float64)
-        var = np.einsum("ij,ij->i", F @ self.cov, F) + self.noise
-        return np.sqrt(np.maximum(var, 0.0))
+        if self.cov is not None:
+            var = np.einsum("ij,ij->i", F @ self.cov, F)
+        else:
+            FX = F @ self.cov_factor.T
+            var = (F * F) @ self.cov_diag - np.einsum("ij,ij->i", FX, FX)
+        return np.sqrt(np.maximum(var + self.noise, 0.0))
 
     def to_state(self):
         cfg, arrays = super().to_state()
         cfg["noise"] = self.noise
-        arrays["cov"] = self.cov
+        if self.cov is not None:
+            arrays["cov"] = self.cov
+        else:
+            arrays["cov_diag"], arrays["cov_factor"] = self.cov_diag, self.cov_factor
         return cfg, arrays
 
     @classmethod
     def _extra(cls, cfg, arrays):
-        return {"cov": arrays.get("cov"), "noise": cfg.get("noise", 0.0)}
+        return {
+            "cov": arrays.get("cov"),
+            "cov_diag": arrays.get("cov_diag"),
+            "cov_factor": arrays.get("cov_factor"),
+            "noise": cfg.get("noise", 0.0),
+        }
 
 
 def glf_spectral(fmap, ard: bool) -> Spectral:

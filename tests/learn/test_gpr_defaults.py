@@ -180,7 +180,7 @@ def test_composite_glf_lml_matches_the_exact_gp():
     assert fmap.rules_ == ["composite"]
     st = GPStats(fmap.n_features)
     st.update(fmap.transform_raw(X)[0], y)
-    red, sp = Reduced(st.G, st.c, st.yty, st.n), glf_spectral(fmap, ard=False)
+    red, sp = st.reduced(), glf_spectral(fmap, ard=False)
     for ell in (0.02, 0.1, 0.5, 3.0):
         theta = np.log([1.3, ell, 0.05])
         assert lml_and_grad(theta, red, sp, False)[0] == pytest.approx(
@@ -216,7 +216,7 @@ def test_glf_profile_equals_the_glf_lml():
     fmap.fit(2, box=(X.min(0), X.max(0)))
     st = GPStats(fmap.n_features)
     st.update(fmap.transform_raw(X)[0], y)
-    red, sp = Reduced(st.G, st.c, st.yty, st.n), glf_spectral(fmap, ard=True)
+    red, sp = st.reduced(), glf_spectral(fmap, ard=True)
     lml, a, b = glf_profile(red, sp, (1e-3, 1e3), (1e-6, 10))(np.array([0.4, 0.9]))
     theta = np.array([a, np.log(0.4), np.log(0.9), b])
     assert lml == pytest.approx(lml_and_grad(theta, red, sp, False)[0], rel=1e-10)
@@ -248,7 +248,7 @@ def _global_check(rep, fmap, X, y):
         best = r if best is None or r.fun < best.fun else best
     st = GPStats(fmap.n_features)
     st.update(fmap.transform_raw(X)[0], y)
-    red, sp = Reduced(st.G, st.c, st.yty, st.n), glf_spectral(fmap, ard=False)
+    red, sp = st.reduced(), glf_spectral(fmap, ard=False)
     delta = max(
         abs(lml_and_grad(t, red, sp, False)[0] - exact_lml(X, y, t)) for t in (th_glf, best.x)
     )

@@ -43,7 +43,7 @@ def test_glf_lml_matches_exact_gp(kernel, d, bounds):
     # heavy Matern tails need a wide cutoff: a looser probe tolerance keeps the test quick
     fmap, st = glf_stats(X, y, kernel, bounds, tol=1e-6 if kernel == "gaussian" else 1e-5)
     sp = glf_spectral(fmap, ard=False)
-    red = Reduced(st.G, st.c, st.yty, st.n)
+    red = st.reduced()
     for ell in (bounds[0], np.sqrt(bounds[0] * bounds[1]), bounds[1]):
         for s2, lam in ((1.0, 0.05), (2.5, 0.3)):
             theta = np.log([s2, ell, lam])
@@ -60,7 +60,7 @@ def test_lml_gradient_matches_finite_differences(kernel, ard):
     # the gradient must match the function whatever the quadrature: a small fixed grid
     fmap, st = glf_stats(X, y, kernel, (0.3, 1.0), tol=1e-2, nodes=[16, 12])
     sp = glf_spectral(fmap, ard=ard)
-    red = Reduced(st.G, st.c, st.yty, st.n)
+    red = st.reduced()
     theta = np.log([1.7, *([0.5, 0.7] if ard else [0.6]), 0.08])
     _, g = lml_and_grad(theta, red, sp)
     h = 1e-5
@@ -86,9 +86,10 @@ def test_posterior_matches_exact_gp_prediction():
     X, y = data(1, n=300, seed=2)
     fmap, st = glf_stats(X, y, "gaussian", (0.1, 1.0), tol=1e-6)
     sp = glf_spectral(fmap, ard=False)
-    red = Reduced(st.G, st.c, st.yty, st.n)
+    red = st.reduced()
     s2, ell, lam = 1.3, 0.2, 0.05
-    mean_w, cov_w, _ = posterior(np.log([s2, ell, lam]), red, sp)
+    mean_w, (D, Xf), _ = posterior(np.log([s2, ell, lam]), red, sp)
+    cov_w = np.diag(D) - Xf.T @ Xf
     Xs = np.linspace(0, 1, 25)[:, None]
     Vs, _ = fmap.transform_raw(Xs)
     K = s2 * stationary_kernel("gaussian", X, X, ell) + lam * np.eye(len(X))
@@ -97,3 +98,49 @@ def test_posterior_matches_exact_gp_prediction():
     var = s2 - np.einsum("ij,ji->i", Ks, np.linalg.solve(K, Ks.T))
     np.testing.assert_allclose(Vs @ mean_w, mean, atol=1e-4)
     np.testing.assert_allclose(np.einsum("ij,jk,ik->i", Vs, cov_w, Vs), var, atol=1e-4)
+
+
+def test_rows_and_sums_give_the_same_gp():
+    """Up to m rows a pass keeps the rows and factors V by a pivoted QR; beyond, it sums
+    G = V'V and factors G by pivoted Cholesky: the same LML, gradient and posterior (float64
+    round-off), whichever way the pass's parts were added."""
+    from rfcli.learn.gpr import posterior
+
+    X, y = data(2, n=120, seed=3)
+    y = 50.0 + 3.0 * y  # an offset target: standardized from the pass's own mean and std
+    fmap = GaussLegendreMap(lengthscale_bounds=(0.3, 1.0), nodes=[20, 16]).fit(
+        2, box=(X.min(0), X.max(0))
+    )
+    V, _ = fmap.transform_raw(X)
+    assert fmap.n_features > len(X)  # rows are kept
+    parts = []
+    for i in range(0, len(X), 50):
+        p = GPStats(fmap.n_features)
+        p.update(V[i : i + 50], y[i : i + 50])
+        parts.append(p)
+    rows = parts[0] + parts[1] + parts[2]
+    assert rows.blocks is not None and rows.G is None
+    sums = rows._folded()
+    assert sums.blocks is None and sums.n == 120
+    small = GPStats(40)  # m < n: the second part folds what the first kept
+    small.update(V[:30, :40], y[:30])
+    small.update(V[30:, :40], y[30:])
+    assert small.blocks is None and small.n == 120
+    np.testing.assert_allclose(small.G, V[:, :40].T @ V[:, :40], rtol=1e-12)
+    sp = glf_spectral(fmap, ard=True)
+    theta = np.log([1.3, 0.5, 0.7, 0.05])
+    a, b = rows.reduced(), sums.reduced()
+    assert a.r == b.r
+    la, ga = lml_and_grad(theta, a, sp)
+    lb, gb = lml_and_grad(theta, b, sp)
+    # both cut the same rank; G's smallest kept pivots carry V'V's float64 rounding
+    assert la == pytest.approx(lb, rel=1e-6)
+    np.testing.assert_allclose(ga, gb, rtol=1e-5, atol=1e-6 * np.abs(gb).max())
+    # rows are centred exactly: the offset does not touch the likelihood
+    moved = GPStats(fmap.n_features)
+    moved.update(V, y - 50.0)
+    assert lml_and_grad(theta, moved.reduced(), sp)[0] == pytest.approx(la, rel=1e-12)
+    (ma, (Da, Xa), _), (mb, (Db, Xb), _) = posterior(theta, a, sp), posterior(theta, b, sp)
+    np.testing.assert_allclose(V @ ma, V @ mb, atol=1e-8 * np.abs(V @ mb).max())
+    ca, cb = np.diag(Da) - Xa.T @ Xa, np.diag(Db) - Xb.T @ Xb
+    np.testing.assert_allclose(ca, cb, atol=1e-8 * np.abs(cb).max())
