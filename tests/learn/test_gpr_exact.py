@@ -4,7 +4,7 @@ against the exact GP (dense Cholesky), and its analytic gradient against finite 
 import numpy as np
 import pytest
 
-from rfcli.learn.gpr import GPStats, Reduced, glf_spectral, lml_and_grad
+from rfcli.learn.gpr import GPStats, glf_spectral, lml_and_grad
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import stationary_kernel
 
@@ -144,3 +144,24 @@ def test_rows_and_sums_give_the_same_gp():
     np.testing.assert_allclose(V @ ma, V @ mb, atol=1e-8 * np.abs(V @ mb).max())
     ca, cb = np.diag(Da) - Xa.T @ Xa, np.diag(Db) - Xb.T @ Xb
     np.testing.assert_allclose(ca, cb, atol=1e-8 * np.abs(cb).max())
+
+
+def test_a_model_with_the_full_covariance_predicts_as_its_factors():
+    """Older model files hold the m x m weight covariance (``cov``): such a model gives the
+    predictive std that the factored form (cov_diag, cov_factor) gives."""
+    from rfcli.learn.gpr import GPRModel, posterior
+    from rfcli.learn.targets import Targets
+
+    X, y = data(1, n=200, seed=4)
+    fmap, st = glf_stats(X, y, "gaussian", (0.1, 1.0), tol=1e-4)
+    mean_w, (D, Xf), lam = posterior(np.log([1.1, 0.3, 0.05]), st.reduced(),
+                                     glf_spectral(fmap, ard=False))  # fmt: skip
+    args = (Targets("regression"), mean_w[:, None], np.zeros(1), False)
+    new = GPRModel(*args, cov_diag=D, cov_factor=Xf, noise=lam)
+    old = GPRModel(*args, cov=np.diag(D) - Xf.T @ Xf, noise=lam)
+    cfg, arrays = old.to_state()
+    assert "cov" in arrays and "cov_factor" not in arrays
+    assert set(new.to_state()[1]) >= {"cov_diag", "cov_factor"}
+    Vs, _ = fmap.transform_raw(np.linspace(-0.2, 1.2, 30)[:, None])
+    np.testing.assert_allclose(new.std(Vs), old.std(Vs), rtol=1e-9)
+    assert np.all(new.std(Vs) > np.sqrt(lam) * 0.999)
