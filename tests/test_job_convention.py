@@ -5,12 +5,13 @@ the same defaults on every job; ``--threads`` on every command that computes."""
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 from click.testing import CliRunner
 
 import rfcli
-from rfcli.cli import cli
+from rfcli.cli import COMMANDS, cli
 
 #: job -> its positional parameters (data, then settings)
 JOBS = {
@@ -56,10 +57,24 @@ def test_a_bad_resource_is_refused_by_name(name):
                           if name == "sweep" else {}))  # fmt: skip
 
 
-@pytest.mark.parametrize("command", ["encode", "train", "predict", "evaluate", "decode", "sweep"])
+#: the commands that compute nothing (a command added to rfcli.cli.COMMANDS computes, and
+#: takes --threads, unless it is listed here)
+NOT_COMPUTING = {"inspect"}
+
+
+@pytest.mark.parametrize("command", sorted(set(COMMANDS) - NOT_COMPUTING))
 def test_every_computing_command_takes_threads(command):
-    out = CliRunner().invoke(cli, [command, "--help"]).output
-    assert "--threads" in out, command
+    r = CliRunner().invoke(cli, [command, "--help"])
+    assert r.exit_code == 0, r.output
+    # listed among the options (a line of its own), not only named in the help text
+    assert re.search(r"^\s+--threads INTEGER", r.output, re.M), command
+
+
+def test_the_commands_that_compute_are_most_of_them():
+    assert NOT_COMPUTING < set(COMMANDS)
+    assert {"encode", "fit-quantizer", "train", "predict", "evaluate", "decode", "sweep"} <= (
+        set(COMMANDS) - NOT_COMPUTING
+    )
 
 
 @pytest.mark.parametrize("name", sorted(JOBS))

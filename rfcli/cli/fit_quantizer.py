@@ -6,7 +6,7 @@ import click
 
 from rfcli.cli import cli
 from rfcli.cli.checks import check_overwrite, check_scope
-from rfcli.cli.options import overwrite_option
+from rfcli.cli.options import overwrite_option, threads_option
 from rfcli.errors import UsageError
 from rfcli.io.jsonfile import write_json
 from rfcli.quantize import DESIGNABLE, make_quantizer
@@ -63,9 +63,10 @@ SEEDED = ("stoc", "empirical")
     "-o", "--output", default="-", show_default=True, help="JSON file to write ('-' = stdout)."
 )
 @overwrite_option
+@threads_option
 @click.pass_obj
 def fit_quantizer_cmd(
-    ui, input_path, kind, bits, map_path, sample, domain, seed, output, overwrite
+    ui, input_path, kind, bits, map_path, sample, domain, seed, output, overwrite, threads
 ):
     """Design a b-bit quantizer and write it as JSON.
 
@@ -73,8 +74,8 @@ def fit_quantizer_cmd(
     the 2^b - 1 interior borders and the 2^b levels, plus the distortion
     D1 = E[(z - Q(z))^2] under the arcsine law of RFF values.  The empirical kind is
     fitted on INPUT mapped through the map of --map (exact 1-D Lloyd-Max on the sorted
-    sample); the file records the sample size, seed and the map's fingerprint, and
-    encode refuses it for another map.
+    sample, its values mapped on --threads worker threads); the file records the sample
+    size, seed and the map's fingerprint, and encode refuses it for another map.
 
     \b
     Examples:
@@ -86,7 +87,8 @@ def fit_quantizer_cmd(
     """
     ctx = click.get_current_context()
     check_overwrite(ctx, output)
-    check_scope(ctx, ("sample", "domain"), kind == "empirical", "--kind empirical (fitted)")
+    fitted = "--kind empirical (fitted)"
+    check_scope(ctx, ("sample", "domain", "threads"), kind == "empirical", fitted)
     drawn = f"--kind {'/'.join(SEEDED)} (the kinds with random draws), not {kind}"
     check_scope(ctx, ["seed"], kind in SEEDED, drawn)
     if kind == "empirical":
@@ -103,6 +105,7 @@ def fit_quantizer_cmd(
             n_values=sample,
             seed=seed,
             domain=domain,
+            threads=threads,
             progress=ui.progress(),
         )
         cfg = q.to_config()

@@ -2,8 +2,10 @@
 
 The jobs (:func:`rfcli.encode`, :func:`rfcli.fit_encoder`, :func:`rfcli.train`,
 :func:`rfcli.train_gpr`, :func:`rfcli.predict`, :func:`rfcli.evaluate`,
-:func:`rfcli.decode`, :func:`rfcli.sweep`, :func:`rfcli.fit_quantizer`) share one calling
-convention (docs/python.md):
+:func:`rfcli.decode`, :func:`rfcli.sweep`, and ``rfcli fit-quantizer``'s
+:func:`rfcli.jobs.fit_quantizer.fit_quantizer_on_input`) share one calling convention
+(docs/python.md; decode and the quantizer fit run here, with ``threads``, and decode
+``memory``, only):
 
 * the data first (input, output: positional), then the modelling choices as a settings
   object (``EncodeSettings``, ``TrainSettings``, ``GPRSettings``; how the input is read:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from rfcli import FeatureStore
 from rfcli.cli import cli
-from tests.helpers import write_parquet
+from tests.helpers import LETTER, write_parquet
 
 
 def invoke(*args, **kw):
@@ -89,6 +89,23 @@ def test_fit_quantizer_empirical_cli(tmp_path, letter_small):
     assert r.exit_code == 2 and "another map" in r.stderr
     r = invoke("fit-quantizer", "--kind", "empirical", "-b", "2")
     assert r.exit_code == 2 and "--map" in r.stderr
+
+
+def test_fit_quantizer_threads_do_not_change_the_file(tmp_path):
+    # all 12,000 rows of letter are sampled: three blocks of 4096 mapped rows, on 1-3 threads
+    f = tmp_path / "f.zarr"
+    r = invoke("encode", LETTER, "-o", f, "--quantizer", "none", "--label", "label", "-m", "16",
+               "--kernel", "ntk", "--standardize", "-q")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    files = []
+    for threads in (1, 2, 3):
+        q = tmp_path / f"q{threads}.json"
+        r = invoke("fit-quantizer", "--kind", "empirical", "-b", "3", "--map", f, LETTER,
+                   "--sample", "400000", "--threads", threads, "-o", q)  # fmt: skip
+        assert r.exit_code == 0, r.output
+        files.append(q.read_bytes())
+    assert json.loads(files[0])["sample_rows"] == 12_000
+    assert files[1] == files[0] and files[2] == files[0]
 
 
 def test_encode_with_quantizer_file(tmp_path, letter_small):

@@ -200,6 +200,8 @@ CASES = [
          "applies to --kind empirical"),
     Case("fit-quantizer", "domain", lambda d: ["--kind", "stoc", "--domain", "log"],
          "applies to --kind empirical"),
+    Case("fit-quantizer", "threads", lambda d: ["--kind", "lm", "--threads", "2"],
+         "applies to --kind empirical"),
     Case("fit-quantizer", "seed", lambda d: ["--kind", "uniform", "--seed", "3"],
          "applies to --kind stoc/empirical"),
     Case("fit-quantizer", "overwrite", lambda d: ["--kind", "lm", "--overwrite"], "not stdout"),
