@@ -90,8 +90,6 @@ def main(argv=None) -> int:
 def write_section(table, a, load0, load1) -> None:
     """The section "Bits for a budget" of docs/benchmarks.md, replaced or put before
     "Against the targets" (make bench rewrites the file without it: run this again)."""
-    doc = os.path.join(os.path.dirname(__file__), "..", "docs", "benchmarks.md")
-    text = open(doc).read()
     title = "## Bits for a budget: -b auto against --gamma search alone"
     sec = [title, "",
            f"`python bench/bits_auto.py --turns {a.turns} --row-bytes {a.row_bytes} --doc` (not "
@@ -104,17 +102,9 @@ def write_section(table, a, load0, load1) -> None:
            "before the turns: a process pays them once (the 8-bit design takes 4-9 s of "
            "them), and a CLI encode with -b auto pays them every time.", "",
            *table, ""]  # fmt: skip
-    lines = text.split("\n")
-    if title in lines:
-        i = lines.index(title)
-        j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
-        lines[i:j] = sec
-    else:
-        at = "## Against the targets"
-        i = lines.index(at) if at in lines else len(lines)
-        lines[i:i] = sec
-    with open(doc, "w") as f:
-        f.write("\n".join(lines))
+    from doc_section import write_section as write
+
+    write(title, sec[2:-1])
 
 
 if __name__ == "__main__":

@@ -24,6 +24,21 @@ BLOCK_ROWS = 256
 
 @dataclass
 class EncodedChunk:
+    """Encoded rows as a store keeps them (:meth:`Encoder.encode_chunk`,
+    ``FeatureStore.iter_encoded``).
+
+    Parameters
+    ----------
+    row0 : int
+        The global index of the first row.
+    packed : ndarray of shape (n, row_bytes), uint8
+        The rows' packed codes.
+    norms : ndarray of shape (n,), float32
+        ``||Q(z)||`` per row (the normalized estimator divides by it).
+    row_scale : ndarray of shape (n,), float32, or None
+        The input row norms of arc-cosine order 1 (None for the other maps).
+    """
+
     row0: int
     packed: np.ndarray  # uint8 (n, row_bytes)
     norms: np.ndarray  # float32 (n,): ||Q(z)|| per row
@@ -32,6 +47,37 @@ class EncodedChunk:
 
 @dataclass
 class Encoder:
+    """What turns rows of named columns into compressed features: the preprocessing, the
+    map and the quantizer, fitted together (by an encode or :func:`rfcli.fit_encoder`),
+    stored in every store and model file and identified by its :meth:`fingerprint`.
+
+    Parameters
+    ----------
+    columns : list of str
+        The input columns, in the order the map reads them.
+    preprocess : Preprocessor
+        The fitted standardization / row normalization.
+    fmap : FeatureMap
+        The fitted map.
+    quantizer : Quantizer
+        The quantizer of the map's raw values (one that fits the map's value law).
+    fit_report : dict, default={}
+        How the fit chose what it chose (the gamma search, the bits choice); not part of
+        the state or the fingerprint.
+
+    Attributes
+    ----------
+    n_features : int
+        The number of features m.
+    row_bytes : int
+        Bytes of packed codes per row.
+
+    Raises
+    ------
+    IncompatibleError
+        A quantizer that does not fit the map (an empirical one fitted for another map).
+    """
+
     columns: list[str]
     preprocess: Preprocessor
     fmap: FeatureMap
@@ -50,6 +96,7 @@ class Encoder:
 
     @property
     def n_features(self) -> int:
+        """The number of features m (the map's)."""
         return self.fmap.n_features
 
     @property
@@ -64,6 +111,7 @@ class Encoder:
 
     @property
     def row_bytes(self) -> int:
+        """Bytes of packed codes per row."""
         return self.quantizer.row_bytes(self.n_features)
 
     def encode_chunk(
@@ -71,8 +119,9 @@ class Encoder:
     ) -> EncodedChunk:
         """Encode rows ``row0 .. row0+len(X)`` (global indices), into the arrays of ``out``
         (an earlier result of as many rows or more that nothing holds any more) when given: a chunk
-        loop that recycles its results touches no new memory for them (each new page
-        costs a fault and its zeroing: 0.13 CPU-s of 1.5 on 200,000 rows at m = 2048).
+        loop that recycles its results touches no new memory for them (a new page costs a
+        fault and its zeroing; docs/benchmarks.md, Implementation choices, measures the
+        loop both ways).
 
         The work is done in blocks of :data:`BLOCK_ROWS` rows aligned to global row
         indices (partial blocks zero-padded), so every row goes through exactly the same

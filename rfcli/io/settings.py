@@ -28,8 +28,32 @@ class Delimiter(Constraint):
 @dataclass
 class ReadSettings(Validated):
     """How input is read: columns, label, id columns, format, chunk size, NaN policy, CSV's
-    field delimiter (one character, or None: a tab for .tsv/.tab names, else a comma);
-    :meth:`validate` checks the fields (rfcli.constraints)."""
+    field delimiter; :meth:`validate` checks the fields (rfcli.constraints).
+
+    Parameters
+    ----------
+    columns : list of str or None, default=None
+        The feature columns (None: every numeric column but the label and ids).
+    label : str or None, default=None
+        The label column.
+    ids : list of str, default=[]
+        Columns carried through to the output (a store's or a prediction file's ids).
+    fmt : {"parquet", "csv", "zarr"} or None, default=None
+        The input's format (None: from its name).
+    chunk_rows : int, default=8192
+        Rows read per chunk.
+    on_nan : {"error", "drop", "zero"}, default="error"
+        What a row with a missing value does: refused (naming its line), dropped, or read
+        as zeros.
+    delimiter : str or None, default=None
+        CSV's field delimiter: one character (``"tab"`` for a tab), or None: a tab for
+        ``.tsv``/``.tab`` names, else a comma.
+
+    Examples
+    --------
+    >>> ReadSettings(label="y", on_nan="drop").validate().on_nan
+    'drop'
+    """
 
     columns: list[str] | None = None
     label: str | None = None

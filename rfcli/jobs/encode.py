@@ -34,6 +34,33 @@ from rfcli.progress import NullProgress, Progress
 
 @dataclass
 class EncodeResult:
+    """What :func:`encode` returns: the store it wrote and how the encode went.
+
+    Parameters
+    ----------
+    path : str
+        The store written.
+    n_rows : int
+        Rows in the store.
+    seconds : float
+        Wall time of the whole job.
+    encoder : Encoder
+        The encoder the store's codes come from (its fit report in ``fit_report``).
+    skipped_columns : list of str
+        Text columns left out of the features when no ``columns`` were given.
+    fit_seconds : float, default=0.0
+        Wall time of the fitting passes (0 with ``like``).
+    notes : list of str, default=[]
+        What the encode said as it went (what a resume continued, or why it started over).
+    resumed_rows : int, default=0
+        Rows kept from the partial store of an interrupted encode (``resume``), else 0.
+
+    Attributes
+    ----------
+    rows_per_s : float
+        ``n_rows / seconds``.
+    """
+
     path: str
     n_rows: int
     seconds: float
@@ -47,6 +74,7 @@ class EncodeResult:
 
     @property
     def rows_per_s(self) -> float:
+        """Rows encoded per second of the job's wall time."""
         return self.n_rows / self.seconds if self.seconds > 0 else float("inf")
 
 

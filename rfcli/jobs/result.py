@@ -17,11 +17,25 @@ from rfcli.learn.targets import Outputs
 
 @dataclass
 class TrainResult:
-    """What a train job returns (svm, krr and gpr alike): the model, its training report
-    (also stored in the model file), the wall time, the encoder the model's features come
-    from and what the model file records it was trained on (``trained_on``: the store or
-    input, the label column).  :meth:`save` writes the model file; ``rfcli.predict`` and
-    ``rfcli.evaluate`` take the result itself as well as a model file."""
+    """What a train job returns (svm, krr and gpr alike).  :meth:`save` writes the model
+    file; ``rfcli.predict`` and ``rfcli.evaluate`` take the result itself as well as a
+    model file.
+
+    Parameters
+    ----------
+    model : LinearModel
+        The fitted model (:class:`rfcli.learn.svm.LinearSVM`, ridge or GP regression).
+    report : dict
+        The training report (chosen C / alpha, cross-validation scores, passes,
+        convergence), also stored in the model file.
+    seconds : float
+        Wall time of the job.
+    encoder : Encoder or None, default=None
+        The encoder the model's features come from.
+    trained_on : dict, default={}
+        What the model file records it was trained on: the store or input, the label
+        column.
+    """
 
     model: LinearModel
     report: dict[str, Any]
@@ -30,7 +44,27 @@ class TrainResult:
     trained_on: dict[str, Any] = field(default_factory=dict)
 
     def save(self, path: str, *, overwrite: bool = False) -> str:
-        """Write the model file (JSON and arrays, no pickle) that ``rfcli predict`` uses."""
+        """Write the model file (JSON and arrays, no pickle) that ``rfcli predict`` uses.
+
+        Parameters
+        ----------
+        path : str
+            The model file (``.npz``).
+        overwrite : bool, default=False
+            Replace an existing file.
+
+        Returns
+        -------
+        str
+            ``path``.
+
+        Raises
+        ------
+        UsageError
+            A ridge of several outputs (a model file holds one).
+        OutputError
+            ``path`` exists (without ``overwrite``).
+        """
         targets = self.model.targets
         check_one_output(targets.n_outputs if isinstance(targets, Outputs) else 1)
         save_model(path, self.model, self.encoder, {"trained_on": self.trained_on},

@@ -57,8 +57,44 @@ _POSITIVE = Interval("real", 0, lo_open=True)
 
 @dataclass
 class TrainSettings(Validated):
-    """What ``rfcli train --model svm|krr`` asks for; :meth:`validate` checks every field
-    against ``_parameter_constraints`` (rfcli.constraints) before any work."""
+    """What ``rfcli train --model svm|krr`` asks for: the modelling choices of a linear
+    model on a store's features (never the machine's resources: those are keywords of
+    :func:`train`).  :meth:`validate` checks every field against ``_parameter_constraints``
+    (rfcli.constraints) before any work.
+
+    Parameters
+    ----------
+    model : {"svm", "krr"}, default="svm"
+        A linear SVM (one-vs-rest) or kernel ridge regression.
+    normalized : bool, default=False
+        Train on unit feature rows (Li & Li's normalized estimator).
+    C : float or "auto", default="auto"
+        svm: the penalty; "auto": chosen by ``cv_folds``-fold cross-validation.
+    alpha : float or "auto", default="auto"
+        krr: the ridge; "auto": chosen by cross-validation from one pass's statistics.
+    loss : {"squared_hinge", "hinge"}, default="squared_hinge"
+        svm: the loss.
+    task : {"classification", "regression"} or None, default=None
+        krr: one-hot classification or regression (None: from the label's type).
+    cv_folds : int, default=5
+        Folds choosing C / alpha "auto" (0 or 1: no selection, C = 1, the middle alpha).
+    seed : int, default=0
+        The folds' hash.
+    max_iter : int, default=1000
+        svm: L-BFGS-B iterations at most.
+    tol : float, default=1e-7
+        svm: L-BFGS-B's relative objective reduction at which it stops; at least 2^-24
+        (the scores are float32).
+    cache_bytes : int or None, default=None
+        svm: the rows kept in memory between passes (decoded features if they fit, else
+        the packed codes); None: min(2 GiB, physical memory / 4); 0: every pass reads the
+        store.
+
+    Examples
+    --------
+    >>> TrainSettings(model="krr", alpha=0.1).validate().model
+    'krr'
+    """
 
     model: str = "svm"
     normalized: bool = False

@@ -32,6 +32,44 @@ def save_model(
     extra: dict[str, Any] | None = None,
     overwrite=False,
 ):
+    """Write a model file: the model's and the encoder's JSON configs and arrays in one
+    ``.npz`` archive (no pickle), with the encoder's fingerprint, so that ``rfcli
+    predict`` encodes raw data exactly as the model's store was encoded.  Written
+    atomically (a local file appears whole or not at all).
+
+    Parameters
+    ----------
+    path : str
+        The model file (a path or an object-store URL).
+    model : LinearModel
+        The fitted model (svm, krr or gpr).
+    encoder : Encoder
+        The encoder its features come from.
+    extra : dict or None, default=None
+        More JSON metadata (``trained_on``, the estimator's parameters), merged into the
+        file's metadata.
+    overwrite : bool, default=False
+        Replace an existing file.
+
+    Raises
+    ------
+    OutputError
+        ``path`` exists (without ``overwrite``).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import rfcli
+    >>> X = np.random.default_rng(0).normal(size=(200, 3))
+    >>> res = rfcli.train(X, None, rfcli.TrainSettings(model="krr"),
+    ...                   encode=rfcli.EncodeSettings(n_features=64), y=X.sum(axis=1))
+    >>> path = os.path.join(tempfile.mkdtemp(), "krr.npz")
+    >>> rfcli.save_model(path, res.model, res.encoder)
+    >>> model, encoder, meta = rfcli.load_model(path)
+    >>> model.kind, encoder.fingerprint() == res.encoder.fingerprint()
+    ('krr', True)
+    """
     path = location.normalize(path)
     if location.exists(path) and not overwrite:
         raise OutputError(f"{path}: already exists (set overwrite to replace it)")
@@ -58,6 +96,32 @@ def save_model(
 
 
 def load_model(path: str) -> tuple[LinearModel, Encoder, dict[str, Any]]:
+    """Read a model file written by :func:`save_model` (``rfcli train``,
+    ``TrainResult.save``, the estimators' ``save``), checking its format version, the
+    model's width against the encoder's and the encoder against its recorded fingerprint.
+
+    Parameters
+    ----------
+    path : str
+        The model file (a path or an object-store URL).
+
+    Returns
+    -------
+    model : LinearModel
+        The fitted model.
+    encoder : Encoder
+        The encoder of its features.
+    meta : dict
+        The file's JSON metadata (``trained_on``, the training report under ``model``,
+        the rfcli version that wrote it).
+
+    Raises
+    ------
+    InputError
+        No such file (or a store or data file given instead of a model).
+    ConfigError
+        Not an rfcli model file, another format version, or an inconsistent file.
+    """
     path = location.normalize(path)
     if not location.isfile(path):
         raise InputError(not_a_model(path) or f"{path}: no such model file")

@@ -49,10 +49,41 @@ MAP_OPTIONS = {
 
 
 def make_map(kernel: str, n_features: int, gamma="auto", seed: int = 0, **options) -> FeatureMap:
-    """An unfitted map for ``kernel`` (one of :data:`KERNELS`).  ``options`` may hold any
-    map option; those that ``kernel`` does not take (:data:`MAP_OPTIONS`) are ignored, so
-    a CLI can pass all of its option values.  ``glf`` takes the GaussLegendreMap options
-    (kernel of the GP via ``glf_kernel``, lengthscale_bounds, tol, nodes, cutoff)."""
+    """An unfitted map for ``kernel``.
+
+    Parameters
+    ----------
+    kernel : str
+        One of :data:`KERNELS` (docs/methods.md describes each).
+    n_features : int
+        The number of features m (``glf`` sizes its own from its quadrature).
+    gamma : float or "auto", default="auto"
+        The bandwidth of the kernels that have one (the Fourier kernels and
+        ``positive``); "auto": the median heuristic at fit.
+    seed : int, default=0
+        The seed of the drawn weights.
+    **options
+        Any map option; those that ``kernel`` does not take (:data:`MAP_OPTIONS`) are
+        ignored, so a CLI can pass all of its option values.  ``glf`` takes the
+        GaussLegendreMap options (the GP's kernel as ``glf_kernel``,
+        ``lengthscale_bounds``, ``tol``, ``nodes``, ``cutoff``).
+
+    Returns
+    -------
+    FeatureMap
+        The map, to be fitted (``fit(n_inputs)``, or by an encode).
+
+    Raises
+    ------
+    UsageError
+        An unknown kernel or a bad option value.
+
+    Examples
+    --------
+    >>> fmap = make_map("laplacian", 256, gamma=0.5, seed=1).fit(4)
+    >>> fmap.kind, fmap.n_features, fmap.gamma_
+    ('laplacian', 256, 0.5)
+    """
     opts = {k: v for k, v in options.items() if k in MAP_OPTIONS.get(kernel, ())}
     if kernel == "glf":
         klass = MAPS.get("glf")

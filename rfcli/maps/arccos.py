@@ -59,7 +59,28 @@ def relu_weights(seed: int, stream: int, d: int, m: int, modified: bool) -> np.n
 
 @MAPS.register("arccos0", "arccos1")
 class ArcCosineMap(FeatureMap):
-    """Arc-cosine features (see module docstring)."""
+    """Arc-cosine features (see module docstring).
+
+    Parameters
+    ----------
+    kind : {"arccos0", "arccos1"}, default="arccos0"
+        The order: 0 (Heaviside features, natively 1 bit) or 1 (ReLU features with the
+        input row norm as the row scale).
+    n_features : int, default=1024
+        The number of features m.
+    seed : int, default=0
+        The seed of the weights.
+    modified : bool, default=False
+        Order 1 only: importance-sampled weights (Han et al. 2021), unbiased with lower
+        variance.
+
+    Attributes
+    ----------
+    order : int
+        0 or 1.
+    W_ : ndarray of shape (d, n_features), float32
+        The weights, once fitted.
+    """
 
     input_dtype = np.float32
 

@@ -26,7 +26,30 @@ class FeatureMap:
     A map turns preprocessed rows ``X`` (n, d) into raw feature values ``z`` (n, m)
     whose law is ``value_law``; the estimator's features are
     ``F(x) = feature_scale * row_scale(x) * z(x)`` with ``row_scale`` 1 unless the map
-    says otherwise (arc-cosine order 1 stores the input row norm).
+    says otherwise (arc-cosine order 1 stores the input row norm).  A map is drawn from
+    its seed alone (the same seed, the same features on any machine), and fitted on the
+    data where it needs to be (a bandwidth, data-dependent constants).
+
+    Parameters
+    ----------
+    n_features : int
+        The number of features m.
+    seed : int, default=0
+        The seed of the drawn weights.
+
+    Attributes
+    ----------
+    kind : str
+        The kernel (:data:`rfcli.KERNELS`).
+    value_law : str
+        The law of the raw values z, which decides the quantizers that apply
+        ("arcsine" for cosine features).
+    default_quantizer : str
+        The quantizer used when none is asked for.
+    uses_row_scale : bool
+        Whether the features carry a per-row scale (arc-cosine order 1).
+    n_inputs_ : int or None
+        The input dimension d, once fitted.
     """
 
     kind: str  # every constructor takes ``kind`` first (one class may serve several kinds)

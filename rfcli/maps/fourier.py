@@ -65,7 +65,29 @@ def check_gamma(gamma: float | str) -> float | str:
 
 @MAPS.register(*FOURIER_KERNELS)
 class FourierMap(FeatureMap):
-    """Cosine random Fourier features with random phase (see module docstring)."""
+    """Cosine random Fourier features with random phase (see module docstring).
+
+    Parameters
+    ----------
+    kind : {"gaussian", "laplacian", "matern12", "matern32", "matern52"}, default="gaussian"
+        The shift-invariant kernel.
+    n_features : int, default=1024
+        The number of features m.
+    gamma : float or "auto", default="auto"
+        The bandwidth of the kernel; "auto": the median heuristic on the fitting sample
+        (:func:`rfcli.maps.bandwidth.median_heuristic`).
+    seed : int, default=0
+        The seed of the frequencies and phases.
+
+    Attributes
+    ----------
+    gamma_ : float or None
+        The bandwidth used (None until fitted with ``gamma="auto"``).
+    W_ : ndarray of shape (d, n_features), float32
+        The frequencies, once fitted.
+    tau_ : ndarray of shape (n_features,), float32
+        The phases, once fitted.
+    """
 
     input_dtype = np.float32
     cosine_phase = True

@@ -97,7 +97,23 @@ class ColumnStats:
 
 
 class Preprocessor:
-    """Standardization and/or row normalization; identity when both are off."""
+    """Standardization and/or row normalization; identity when both are off.
+
+    Parameters
+    ----------
+    standardize : bool, default=False
+        z-score each column with the training rows' mean and standard deviation (a
+        constant column is centred only).
+    normalize_rows : bool, default=False
+        Scale each (standardized) row to unit Euclidean norm.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (d,) or None
+        The columns' means (with ``standardize``, once fitted).
+    scale_ : ndarray of shape (d,) or None
+        The columns' standard deviations (1 where a column is constant).
+    """
 
     def __init__(self, standardize: bool = False, normalize_rows: bool = False):
         self.standardize = bool(standardize)

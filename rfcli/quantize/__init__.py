@@ -13,8 +13,40 @@ QUANTIZERS.lazy("rfcli.quantize.empirical", "empirical")
 
 
 def make_quantizer(kind: str, bits: int, seed: int = 0, law: str = "arcsine") -> Quantizer:
-    """Design the quantizer ``kind`` for ``bits`` bits (``seed`` only used by ``stoc``;
-    ``law``, the map's value law, only by ``lm``, which has designs for several laws)."""
+    """Design the quantizer ``kind`` for ``bits`` bits.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`DESIGNABLE` (``lm``: Lloyd-Max for the value law; ``lm2``,
+        ``stoc``, ``uniform``, ``sign``; docs/methods.md, Quantizers) or another kind
+        of :data:`QUANTIZERS` with a closed-form design.
+    bits : int
+        Bits per feature, 1 to 8.
+    seed : int, default=0
+        The seed of ``stoc``'s random rounding (unused by the other kinds).
+    law : str, default="arcsine"
+        The map's value law (``FeatureMap.value_law``), used by ``lm``, which has designs
+        for several laws (a law without one gets the arcsine design).
+
+    Returns
+    -------
+    Quantizer
+        The designed quantizer.
+
+    Raises
+    ------
+    ConfigError
+        An unknown kind.
+    UsageError
+        ``bits`` out of range for the kind.
+
+    Examples
+    --------
+    >>> q = make_quantizer("uniform", 2)
+    >>> q.kind, len(q.borders), len(q.levels)
+    ('uniform', 3, 4)
+    """
     klass = QUANTIZERS.get(kind)
     if kind == "stoc":
         return klass.design(bits, seed=seed)

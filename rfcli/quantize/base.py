@@ -22,11 +22,36 @@ QUANTIZERS = Registry("quantizer")
 class Quantizer:
     """Base: a table quantizer, ``code = #{borders < z}``, ``Q(z) = levels[code]``.
 
+    Subclasses design the table for a value law (:meth:`design`; :func:`rfcli.
+    make_quantizer` chooses the class by kind); the codes of a row are packed ``bits``
+    bits each (:func:`rfcli.pack_codes`).
+
+    Parameters
+    ----------
+    bits : int
+        Bits per feature, 1 to 8.
+    borders : array-like of shape (2**bits - 1,)
+        The increasing interior borders.
+    levels : array-like of shape (2**bits,)
+        The increasing reconstruction levels.
+
     Attributes
     ----------
-    bits : int           bits per feature (1..8)
-    borders : (2**b - 1,) float64, increasing interior borders
-    levels : (2**b,) float64, increasing reconstruction levels
+    kind : str
+        The quantizer's name (``lm``, ``lm2``, ``stoc``, ``uniform``, ``sign``,
+        ``empirical``, ...).
+    bits : int
+        Bits per feature (1..8).
+    borders : ndarray of shape (2**bits - 1,), float64
+        The increasing interior borders.
+    levels : ndarray of shape (2**bits,), float64
+        The increasing reconstruction levels.
+
+    Raises
+    ------
+    ConfigError
+        Bits out of 1..8, or borders or levels of the wrong length, not finite or not
+        increasing.
     """
 
     kind: ClassVar[str]
@@ -128,9 +153,9 @@ class Quantizer:
         in the lower cell.  ``row0`` (global index of z's first row) only matters for
         stochastic kinds.
 
-        Up to 15 borders (b <= 4) the count is a sum of vectorized comparisons, about 50x
-        faster than a binary search per element (np.searchsorted) for 2 bits; the result
-        is the same."""
+        Up to 15 borders (b <= 4) the count is a sum of vectorized comparisons, faster than
+        a binary search per element (np.searchsorted; docs/benchmarks.md, Implementation
+        choices); the result is the same."""
         z = z.astype(np.float32, copy=False)
         if len(self._borders32) > 15:
             return np.searchsorted(self._borders32, z, side="left").astype(np.uint8)
@@ -199,7 +224,7 @@ class Quantizer:
             if packed.shape[1] != self.row_bytes(n_features):
                 raise ValueError("packed row width does not match the quantizer")
             lut = self._scaled_lut(scale)
-            # np.take on the table's rows: about 4x faster than lut[packed]
+            # np.take on the table's rows: faster than lut[packed] (docs/benchmarks.md)
             n, nb = packed.shape
             out = np.take(lut, packed, axis=0).reshape(n, lut.shape[1] * nb)
             return out if out.shape[1] == n_features else out[:, :n_features]

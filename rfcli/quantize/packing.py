@@ -24,7 +24,33 @@ def _check_bits(bits: int) -> None:
 
 
 def pack_codes(codes: np.ndarray, bits: int) -> np.ndarray:
-    """Pack a (n, m) array of codes < 2**bits into a (n, ceil(m*bits/8)) uint8 array."""
+    """Pack codes along the feature axis, ``bits`` bits each, least significant bit first
+    (the module docstring's layout, as a store keeps them).
+
+    Parameters
+    ----------
+    codes : array-like of shape (n, m)
+        Codes below ``2**bits``.
+    bits : int
+        Bits per code, 1 to 8.
+
+    Returns
+    -------
+    ndarray of shape (n, ceil(m * bits / 8)), uint8
+        The packed rows.
+
+    Raises
+    ------
+    ValueError
+        ``bits`` out of 1..8.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> packed = pack_codes(np.array([[1, 2, 3, 0, 1]]), 2)
+    >>> packed.tolist(), unpack_codes(packed, 2, 5).tolist()
+    ([[57, 1]], [[1, 2, 3, 0, 1]])
+    """
     _check_bits(bits)
     codes = np.asarray(codes, dtype=np.uint8)
     n, m = codes.shape
@@ -65,7 +91,27 @@ def pack_codes(codes: np.ndarray, bits: int) -> np.ndarray:
 
 
 def unpack_codes(packed: np.ndarray, bits: int, n_features: int) -> np.ndarray:
-    """Inverse of :func:`pack_codes`: a (n, n_features) uint8 array of codes."""
+    """Inverse of :func:`pack_codes`.
+
+    Parameters
+    ----------
+    packed : array-like of shape (n, ceil(n_features * bits / 8)), uint8
+        Packed rows.
+    bits : int
+        Bits per code, 1 to 8.
+    n_features : int
+        Codes per row.
+
+    Returns
+    -------
+    ndarray of shape (n, n_features), uint8
+        The codes.
+
+    Raises
+    ------
+    ValueError
+        ``bits`` out of 1..8, or rows of another width.
+    """
     _check_bits(bits)
     packed = np.asarray(packed, dtype=np.uint8)
     n = packed.shape[0]

@@ -66,9 +66,24 @@ ESTIMATORS = {"svm": RandomFeatureSVC, "krr": RandomFeatureRidge, "gpr": GLFRegr
 
 
 def load(path: str):
-    """The fitted estimator of an rfcli model file (from ``save`` or ``rfcli train``):
-    a :class:`RandomFeatureSVC` for an svm model, :class:`RandomFeatureRidge` for a
-    regression krr model, :class:`GLFRegressor` for a gpr model."""
+    """The fitted estimator of an rfcli model file (from ``save`` or ``rfcli train``).
+
+    Parameters
+    ----------
+    path : str
+        The model file.
+
+    Returns
+    -------
+    RandomFeatureSVC, RandomFeatureRidge or GLFRegressor
+        A :class:`RandomFeatureSVC` for an svm model, :class:`RandomFeatureRidge` for a
+        regression krr model, :class:`GLFRegressor` for a gpr model (:data:`ESTIMATORS`).
+
+    Raises
+    ------
+    ConfigError
+        A malformed model file, or a classification krr model (no estimator holds it).
+    """
     from rfcli.errors import ConfigError
     from rfcli.learn.model_file import load_model
 

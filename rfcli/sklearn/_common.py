@@ -157,8 +157,31 @@ class RFEstimator(BaseEstimator):
     def save(self, path: str, *, overwrite: bool = False, label: str | None = None) -> str:
         """Write the fitted model to an rfcli model file (``.npz``: JSON metadata and arrays,
         no pickle), usable by ``rfcli predict`` / ``rfcli evaluate`` and by :meth:`load`.
-        ``label``: the label column ``rfcli evaluate`` reads from test data (default: the
-        name of the pandas Series given as y, if any)."""
+
+        Parameters
+        ----------
+        path : str
+            The model file to write.
+        overwrite : bool, default=False
+            Replace an existing file.
+        label : str or None, default=None
+            The label column ``rfcli evaluate`` reads from test data (default: the name
+            of the pandas Series given as y, if any).
+
+        Returns
+        -------
+        str
+            ``path``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        OutputError
+            ``path`` exists (without ``overwrite``).
+        UsageError
+            A model no model file holds (a multi-output ridge).
+        """
         from rfcli.learn.model_file import save_model
 
         check_is_fitted(self)
@@ -174,7 +197,24 @@ class RFEstimator(BaseEstimator):
     @classmethod
     def load(cls, path: str):
         """A fitted estimator from an rfcli model file (written by :meth:`save` or by
-        ``rfcli train``): predictions equal ``rfcli predict``'s with that file."""
+        ``rfcli train``): predictions equal ``rfcli predict``'s with that file.
+
+        Parameters
+        ----------
+        path : str
+            The model file.
+
+        Returns
+        -------
+        estimator
+            A fitted instance of this class.
+
+        Raises
+        ------
+        ConfigError
+            A model of another kind (:func:`rfcli.sklearn.load` chooses the estimator), or
+            a malformed file.
+        """
         from rfcli.learn.model_file import load_model
 
         model, encoder, meta = load_model(path)

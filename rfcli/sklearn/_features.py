@@ -90,7 +90,25 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
     def fit(self, X, y=None):
         """Fit the preprocessing, the map (bandwidth, data-dependent constants) and a
         fitted quantizer on X (y only for ``gamma="search"``), as ``rfcli encode`` fits
-        them (:func:`rfcli.jobs.encode.fit_encoder`)."""
+        them (:func:`rfcli.jobs.encode.fit_encoder`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows (NumPy array, pandas DataFrame or pyarrow Table).
+        y : array-like of shape (n_samples,) or None, default=None
+            Labels, needed only by ``gamma="search"`` and ``bits="auto"``.
+
+        Returns
+        -------
+        self : RandomFeatures
+            The fitted transformer.
+
+        Raises
+        ------
+        UsageError
+            A bad parameter, or ``gamma="search"`` / ``bits="auto"`` without y.
+        """
         from rfcli.jobs.encode import fit_encoder
 
         self._encode_settings(0).validate()  # the parameters, before any work
@@ -119,15 +137,38 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
         return self.encoder_.n_features
 
     def transform(self, X) -> np.ndarray:
-        """Decoded features, float32 (n, n_features): ``F(x).F(y)`` estimates k(x, y)."""
+        """Decoded features: ``F(x).F(y)`` estimates k(x, y).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), float32
+            The features (unit rows with ``normalized=True``).
+        """
         X = self._check_X(X)
         return self._stack(X, lambda F: F, self.encoder_.n_features, np.float32,
                            normalized=self.normalized)  # fmt: skip
 
     def encode(self, X) -> EncodedChunk:
-        """The packed codes of X's rows (uint8 (n, row_bytes)), their norms ``||Q(z)||``
-        and, for arc-cosine order 1, the input row norms (``row_scale``): what a store
-        keeps.  Rows are numbered from 0 (the stoc quantizer's hash uses the row index)."""
+        """The packed codes of X's rows, their norms ``||Q(z)||`` and, for arc-cosine order
+        1, the input row norms: what a store keeps.  Rows are numbered from 0 (the stoc
+        quantizer's hash uses the row index).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows.
+
+        Returns
+        -------
+        EncodedChunk
+            ``packed`` (uint8 (n, row_bytes)), ``norms`` (float32 (n,)) and ``row_scale``
+            (float32 (n,), or None for maps without a row scale).
+        """
         from rfcli.io.encoded import EncodedInput
         from rfcli.io.readers import select_columns
 
@@ -147,7 +188,29 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
 
     def decode(self, codes, norms=None, row_scale=None, normalized=None) -> np.ndarray:
         """Features from :meth:`encode`'s result (or its ``packed``, ``norms`` and
-        ``row_scale`` arrays); ``normalized`` defaults to the estimator's."""
+        ``row_scale`` arrays).
+
+        Parameters
+        ----------
+        codes : EncodedChunk or array-like of shape (n_samples, row_bytes), uint8
+            :meth:`encode`'s result, or its packed codes.
+        norms : array-like of shape (n_samples,) or None, default=None
+            The codes' norms (taken from ``codes`` when it is an EncodedChunk).
+        row_scale : array-like of shape (n_samples,) or None, default=None
+            The input row norms of the arc-cosine order-1 map.
+        normalized : bool or None, default=None
+            Unit rows; None: the estimator's ``normalized``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), float32
+            The decoded features, as :meth:`transform` gives them.
+
+        Raises
+        ------
+        ValueError
+            Codes of another shape, or the norms missing.
+        """
         check_is_fitted(self)
         if isinstance(codes, EncodedChunk):
             codes, norms, row_scale = codes.packed, codes.norms, codes.row_scale
@@ -171,7 +234,30 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
         """Encode X (and its label y) into a feature store at ``path`` with this encoder, as
         ``rfcli encode --like`` writes one (:func:`rfcli.jobs.encode.encode`): ``rfcli
         train`` trains on it and ``rfcli encode --like`` encodes more data like it.
-        Returns the path."""
+
+        Parameters
+        ----------
+        path : str
+            The store to write.
+        X : array-like of shape (n_samples, n_features_in)
+            The rows.
+        y : array-like of shape (n_samples,) or None, default=None
+            Their labels.
+        label : str, default="label"
+            The name of the label column in the store.
+        overwrite : bool, default=False
+            Replace an existing store.
+
+        Returns
+        -------
+        str
+            The store's path.
+
+        Raises
+        ------
+        OutputError
+            ``path`` exists (without ``overwrite``).
+        """
         from rfcli.jobs.encode import encode
 
         X = self._check_X(X)
@@ -180,6 +266,21 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
         return encode(source, path, read=read, like=self.encoder_, overwrite=overwrite).path
 
     def save(self, path, **kw):
+        """Refused: a transformer has no model to save (:meth:`write_store` writes a
+        feature store, :meth:`load` reads the encoder of a store or model file).
+
+        Parameters
+        ----------
+        path : str
+            Unused.
+        **kw
+            Unused.
+
+        Raises
+        ------
+        NotImplementedError
+            Always.
+        """
         raise NotImplementedError(
             "a transformer has no model to save: write_store(path, X) writes a feature store "
             "(what `rfcli train` reads), and RandomFeatures.load reads the encoder of a "
@@ -189,7 +290,23 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RFEstima
     @classmethod
     def load(cls, path: str) -> RandomFeatures:
         """The encoder of a feature store (``rfcli encode``) or of a model file, as a fitted
-        transformer: its features equal the store's decoded features for the same rows."""
+        transformer: its features equal the store's decoded features for the same rows.
+
+        Parameters
+        ----------
+        path : str
+            A feature store or an rfcli model file.
+
+        Returns
+        -------
+        RandomFeatures
+            The fitted transformer.
+
+        Raises
+        ------
+        StoreError, ConfigError
+            Not a readable store or model file, or an encoder without input columns.
+        """
         from rfcli.io import location
 
         if location.is_store(path):

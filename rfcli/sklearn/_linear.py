@@ -159,7 +159,28 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
 
     def fit(self, X, y):
         """Encode X and train the SVM on its features (and with ``probability=True`` the
-        sigmoids of :meth:`predict_proba`, on held-out folds)."""
+        sigmoids of :meth:`predict_proba`, on held-out folds).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows (NumPy array, pandas DataFrame or pyarrow Table), columns in the
+            order of ``fit``.
+        y : array-like of shape (n_samples,)
+            The classes (at least two).
+
+        Returns
+        -------
+        self : RandomFeatureSVC
+            The fitted classifier.
+
+        Raises
+        ------
+        UsageError, TypeError
+            A bad parameter.
+        ValueError
+            One class only, or (``probability=True``) a class of one row.
+        """
         if not isinstance(self.probability, bool):
             raise TypeError(f"probability must be True or False, got {self.probability!r}")
         self._train_settings("svm", 0)  # the parameters, before any work
@@ -216,9 +237,25 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
 
     @_needs_probability
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities (n, n_classes), in the order of ``classes_``: Platt's
-        sigmoids of the one-vs-rest scores, fitted on held-out folds (``probability=True``),
-        normalized to sum to one."""
+        """Class probabilities: Platt's sigmoids of the one-vs-rest scores, fitted on
+        held-out folds (``probability=True``), normalized to sum to one.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows (NumPy array, pandas DataFrame or pyarrow Table), columns in the
+            order of ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The probabilities, columns in the order of ``classes_``.
+
+        Raises
+        ------
+        AttributeError
+            Without ``probability=True`` (the SVM's scores are no probabilities).
+        """
         from rfcli.sklearn._calibration import sigmoid_probabilities
 
         check_is_fitted(self, "sigmoids_")
@@ -228,19 +265,55 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
 
     @_needs_probability
     def predict_log_proba(self, X) -> np.ndarray:
-        """The logarithm of :meth:`predict_proba`."""
+        """The logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows (NumPy array, pandas DataFrame or pyarrow Table), columns in the
+            order of ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The log-probabilities (``-inf`` where a probability is 0).
+        """
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
     def decision_function(self, X) -> np.ndarray:
-        """Scores ``F(x)'w_k + b_k``: (n,) for two classes (positive: ``classes_[1]``), else
-        (n, n_classes)."""
+        """The SVM's scores ``F(x)'w_k + b_k``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows (NumPy array, pandas DataFrame or pyarrow Table), columns in the
+            order of ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One score per row for two classes (positive: ``classes_[1]``), else one per
+            class.
+        """
         check_is_fitted(self)
         S = self._scores(X)
         return S[:, 1] if len(self.classes_) == 2 else S
 
     def predict(self, X) -> np.ndarray:
-        """The class of the largest score (what ``rfcli predict`` writes)."""
+        """The class of the largest score (what ``rfcli predict`` writes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows (NumPy array, pandas DataFrame or pyarrow Table), columns in the
+            order of ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted classes (values of ``classes_``).
+        """
         check_is_fitted(self)
         S = self._scores(X)
         return self.classes_[np.argmax(S, axis=1)]
@@ -312,7 +385,26 @@ class RandomFeatureRidge(RegressorMixin, _LinearBase):
         keep_params(self, locals())
 
     def fit(self, X, y):
-        """Encode X and solve the ridge problem on its features (y: (n,) or (n, k))."""
+        """Encode X and solve the ridge problem on its features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows (NumPy array, pandas DataFrame or pyarrow Table), columns in the
+            order of ``fit``.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            The targets; k columns fit k outputs that share the features and alpha.
+
+        Returns
+        -------
+        self : RandomFeatureRidge
+            The fitted regressor.
+
+        Raises
+        ------
+        UsageError, TypeError
+            A bad parameter.
+        """
         self._train_settings("krr", 0)  # the parameters, before any work
         name = label_name(y)
         X, y = validate_data(self, X, y, dtype=DTYPES, y_numeric=True, multi_output=True,
@@ -327,7 +419,19 @@ class RandomFeatureRidge(RegressorMixin, _LinearBase):
         return self
 
     def predict(self, X) -> np.ndarray:
-        """Predictions (n,), or (n, k) for a y of k columns."""
+        """The ridge predictions (what ``rfcli predict`` writes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+            The rows (NumPy array, pandas DataFrame or pyarrow Table), columns in the
+            order of ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            One column per output for a y of several columns.
+        """
         check_is_fitted(self)
         S = self._scores(X)
         return S if self._y_2d else S[:, 0]

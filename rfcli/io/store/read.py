@@ -59,7 +59,48 @@ def open_group(path: str):
 
 
 class FeatureStore:
-    """Read access to a store; refuses incomplete or unknown-version stores by default."""
+    """Read access to a feature store (written by ``rfcli encode``; docs/store-format.md);
+    refuses incomplete or unknown-version stores by default.
+
+    Parameters
+    ----------
+    path : str
+        The store (a directory or an object-store URL).
+    require_complete : bool, default=True
+        Refuse a store whose encode did not finish (False: read the rows it kept, as
+        ``rfcli inspect`` does).
+
+    Attributes
+    ----------
+    path : str
+        The normalized path.
+    n_rows : int
+        Rows in the store (of a partial store: the rows written).
+    complete : bool
+        Whether its encode finished.
+    meta : dict
+        The store's metadata (format, layout, encoder config, label, ids, fit report).
+    encoder : Encoder
+        The encoder its codes come from (checked against its fingerprint).
+
+    Raises
+    ------
+    StoreError
+        No such store, not a feature store, another format version, an incomplete store
+        (with ``require_complete``) or inconsistent metadata.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import rfcli
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.rff.zarr")
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> _ = rfcli.encode(X, path, rfcli.EncodeSettings(n_features=32, bits=2))
+    >>> store = rfcli.FeatureStore(path)
+    >>> store.n_rows, store.n_features, store.bits
+    (100, 32, 2)
+    """
 
     def __init__(self, path: str, require_complete: bool = True):
         self.path = path = location.normalize(path)

@@ -94,7 +94,43 @@ class StoreWriter:
     Checkpoints: after every flushed store chunk the metadata records ``rows_committed``
     (and the label classes seen so far), so an interrupted encode can be continued with
     :meth:`resume`; these resume fields are dropped when the store completes, so a resumed
-    store is byte-identical to an uninterrupted one."""
+    store is byte-identical to an uninterrupted one.  A local store is written to
+    ``PATH.partial`` and renamed when complete.
+
+    Parameters
+    ----------
+    path : str
+        The store to write (a directory or an object-store URL).
+    encoder : Encoder
+        The encoder of the codes written (stored with them).
+    label : str or None, default=None
+        The label column's name (its values come with each :meth:`write`).
+    ids : list of str or None, default=None
+        Id columns carried with the rows.
+    source : dict or None, default=None
+        What the store was encoded from (recorded in the metadata).
+    overwrite : bool, default=False
+        Replace an existing store.
+    resume_key : str or None, default=None
+        The settings' key a later :meth:`resume` must match.
+    chunk_rows : int or None, default=None
+        Rows per store chunk (None: from the row size, :func:`rfcli.io.store.
+        store_chunk_rows`).
+    fit : dict or None, default=None
+        The encoder's fit report, recorded in the metadata.
+
+    Attributes
+    ----------
+    n_rows : int
+        Rows flushed to store chunks so far (:attr:`rows_written` adds the buffered ones).
+    tmp : str
+        Where the store is being written.
+
+    Raises
+    ------
+    OutputError
+        ``path`` exists (without ``overwrite``) or cannot be written.
+    """
 
     def __init__(
         self,
@@ -329,6 +365,7 @@ class StoreWriter:
 
     @property
     def rows_written(self) -> int:
+        """Rows given to :meth:`write` so far (flushed or buffered)."""
         return self.n_rows + self._buf_rows
 
     @property
