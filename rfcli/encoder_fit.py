@@ -484,3 +484,43 @@ def fit_empirical(
         z = z.ravel()[np.argpartition(keys, n_values - 1)[:n_values]]
     meta = {"sample_rows": int(len(rows)), "sample_seed": int(seed), **(info or {})}
     return EmpiricalQuantizer.fit(z, bits, domain=domain, info=meta)
+
+
+# -- the fitting passes, for any engine -----------------------------------------------------
+def fit_pass_part(chunks, start: int, fitter: EncoderFitter, stage: str, d: int, record: bool):
+    """One fitting pass over ``chunks``, the rows of a range that starts at row ``start``
+    (on a :data:`FIT_BLOCK` boundary): a :class:`Pass1` (``stage="pass1"``; ``record``: its
+    blocks kept for merging) or the map pass's :class:`RowReducer` (``"map"``).  Parts of
+    consecutive ranges merge in row order into exactly what one pass over every row
+    computes, so the encoder is the same whichever engine made the parts, and however many."""
+    if stage == "pass1":
+        part = fitter.new_pass1(d, record=record)
+        for ch in chunks:
+            part.update(ch.row0, ch.X, ch.label)
+    else:
+        part = fitter.new_map_pass(start)
+        for ch in chunks:
+            part.update(ch.row0, fitter.map_values(ch.X))
+    return part
+
+
+def fit_encoder_on(engine, source, sel, settings: EncodeSettings, read, fmap=None) -> Encoder:
+    """The encoder ``settings`` describe (or of the unfitted map ``fmap``), fitted on the
+    open ``source``'s selected columns ``sel``: the passes :class:`EncoderFitter` asks for,
+    each run by ``engine.chunk_pass`` (:class:`rfcli.engines.base.Engine`) over row ranges
+    of the input and merged here in row order."""
+    fitter = EncoderFitter(settings, fmap)
+    d, path = len(sel.features), source.path
+    total = fitter.n_passes + 1
+    record = not engine.whole_pass  # one part needs no block record (d floats per block)
+    if fitter.needs_pass1:
+        parts = engine.chunk_pass(source, sel, read, fit_pass_part, (fitter, "pass1", d, record),
+                                  title=f"fitting (pass 1/{total})")  # fmt: skip
+        fitter.finish_pass1(Pass1.merge_ordered(parts) if record else parts[0], d, path)
+    else:
+        fitter.finish_pass1(None, d, path)
+    if fitter.needs_map_pass:
+        parts = engine.chunk_pass(source, sel, read, fit_pass_part, (fitter, "map", d, record),
+                                  title=f"fitting (pass {fitter.n_passes}/{total})")  # fmt: skip
+        fitter.finish_map_pass(RowReducer.merge_ordered(parts), path)
+    return fitter.encoder(sel.features)

@@ -72,6 +72,8 @@ class Engine:
     name = "?"
     #: threads of one worker that encodes chunks (sizes the chunks for a memory budget)
     threads = 1
+    #: a chunk pass is one range over every row (one partial result)
+    whole_pass = False
     #: the job's memory budget in bytes (its ``memory``; None: physical memory), set by
     #: :meth:`rfcli.jobs.resources.Resources.open`
     memory: int | None = None
@@ -86,8 +88,12 @@ class Engine:
     def check_encode(self, read, resume: bool) -> None:
         """Refuse encode settings the engine cannot honour."""
 
-    def fit_encoder(self, source, sel, settings, read, fmap=None):
-        """The encoder ``settings`` describe (or of ``fmap``), fitted on ``source``."""
+    def chunk_pass(self, source, sel, read, fn, args: tuple, *, title: str) -> list:
+        """A pass over the raw input ``source`` (columns ``sel``, chunks as ``read`` says):
+        ``fn(chunks, start, *args)`` on row ranges ``[start, stop)`` that start on
+        :data:`rfcli.encoder_fit.FIT_BLOCK` boundaries, each computing with one BLAS thread;
+        the partial results in row order (the encoder's fitting passes,
+        :func:`rfcli.encoder_fit.fit_encoder_on`)."""
         raise NotImplementedError
 
     def write_store(self, source, sel, read, encoder, writer) -> str:

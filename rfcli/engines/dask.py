@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass
 
 from rfcli.constraints import Interval, Null, Text, Validated, settings_check
-from rfcli.encoder_fit import FIT_BLOCK, EncoderFitter, Pass1
+from rfcli.encoder_fit import FIT_BLOCK
 from rfcli.engines.base import Engine, add, batch_results
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
@@ -38,7 +38,6 @@ from rfcli.io.sources import ParquetSource
 from rfcli.io.store import FeatureStore, RegionWriter
 from rfcli.io.store.chunks import SAMPLE_ROWS
 from rfcli.learn.data import RawData, StoreData
-from rfcli.maps import RowReducer
 from rfcli.progress import NullProgress, Progress
 from rfcli.threads import one_blas_thread
 
@@ -105,28 +104,26 @@ def _encode_task(path, sel, encoder, tmp, start, stop, on_nan, chunk_rows) -> in
     return stop - start
 
 
-def _fit_task(path, sel, fitter, stage, start, stop, on_nan, chunk_rows):
-    """Worker side of the fit: pass 1 (recorded column-statistics blocks, row sample), the
-    map pass (recorded block sums) or the label's first appearances, over a row range that
-    starts on a 4096-row block boundary."""
+def _chunk_task(path, sel, fn, args, start, stop, on_nan, chunk_rows):
+    """Worker side of a chunk pass (:meth:`DaskEngine.chunk_pass`): ``fn`` over the rows
+    ``start .. stop-1`` of the Parquet input."""
     src = ParquetSource(path)
     try:
-        if stage == "labels":
-            return _first_appearance(
-                src.read_rows([sel.label], a, min(a + chunk_rows, stop))[sel.label]
-                for a in range(start, stop, chunk_rows)
-            )
-        if stage == "pass1":
-            part = fitter.new_pass1(len(sel.features), record=True)
-        else:
-            part = fitter.new_map_pass(start)
         with one_blas_thread():
-            for ch in read_range(src, sel, start, stop, chunk_rows, on_nan):
-                if stage == "pass1":
-                    part.update(ch.row0, ch.X, ch.label)
-                else:
-                    part.update(ch.row0, fitter.map_values(ch.X))
-        return part
+            return fn(read_range(src, sel, start, stop, chunk_rows, on_nan), start, *args)
+    finally:
+        src.close()
+
+
+def _labels_task(path, label, start, stop, chunk_rows):
+    """Worker side: the label's distinct values in rows ``start .. stop-1``, in order of
+    first appearance (only the label column is read)."""
+    src = ParquetSource(path)
+    try:
+        return _first_appearance(
+            src.read_rows([label], a, min(a + chunk_rows, stop))[label]
+            for a in range(start, stop, chunk_rows)
+        )
     finally:
         src.close()
 
@@ -176,28 +173,27 @@ def _shared(client, obj):
     return client.submit(_identity, obj, pure=False)
 
 
-def _fit_stage(client, path, sel, fitter, stage, n, read, dask, progress, title):
-    """One fitting pass as tasks over row ranges that start on 4096-row boundaries; the
-    partial results in row order."""
-    span = FIT_BLOCK * max(1, SLICE_ROWS // FIT_BLOCK)
-    path = dask.worker_path(path)
-    ranges = [(a, min(a + span, n)) for a in range(0, n, span)]
-    chunk = min(read.chunk_rows, span)
-    fut_fitter = _shared(client, fitter) if fitter is not None else None
-    futures = [
-        client.submit(_fit_task, path, sel, fut_fitter, stage, a, b, read.on_nan, chunk,
-                      retries=dask.retries, pure=False)
-        for a, b in ranges
-    ]  # fmt: skip
-    return _in_order(futures, progress, title, [b - a for a, b in ranges])
+#: rows per task of a chunk pass: SLICE_ROWS rounded to whole FIT_BLOCKs
+CHUNK_PASS_ROWS = FIT_BLOCK * max(1, SLICE_ROWS // FIT_BLOCK)
+
+
+def _ranges(n: int) -> list[tuple[int, int]]:
+    """Row ranges of a chunk pass: CHUNK_PASS_ROWS rows, starting on FIT_BLOCK boundaries."""
+    return [(a, min(a + CHUNK_PASS_ROWS, n)) for a in range(0, n, CHUNK_PASS_ROWS)]
 
 
 def _label_classes(client, path, source, sel, read, dask, progress) -> list | None:
     """A category label's classes in order of first appearance (None otherwise)."""
     if sel.label is None or source.numeric.get(sel.label, True):
         return None
-    parts = _fit_stage(client, path, sel, None, "labels", source.num_rows, read, dask, progress,
-                       "label classes (dask)")  # fmt: skip
+    ranges = _ranges(source.num_rows)
+    chunk = min(read.chunk_rows, CHUNK_PASS_ROWS)
+    futures = [
+        client.submit(_labels_task, dask.worker_path(path), sel.label, a, b, chunk,
+                      retries=dask.retries, pure=False)
+        for a, b in ranges
+    ]  # fmt: skip
+    parts = _in_order(futures, progress, "label classes (dask)", [b - a for a, b in ranges])
     return _first_appearance(parts)
 
 
@@ -242,30 +238,21 @@ class DaskEngine(Engine):
             raise UsageError("resume is for the local engine (a Dask encode is retried by Dask)")
         check_on_nan(read.on_nan, "dask")
 
-    def fit_encoder(self, source, sel, settings, read, fmap=None):
-        """The encoder, every pass a distributed reduction whose partial results merge in
-        row order exactly as one local pass (see rfcli.encoder_fit)."""
-        progress = self.progress
-        path = source.path
+    def chunk_pass(self, source, sel, read, fn, args: tuple, *, title: str) -> list:
+        """One task per range of about SLICE_ROWS rows (reading only the row groups it
+        needs); ``args`` travel to the workers once."""
         if not source.num_rows:
-            raise InputError(f"{path}: no rows to encode (empty input)")
-        fitter = EncoderFitter(settings, fmap=fmap)
-        d = len(sel.features)
-
-        def run(stage, title):
-            return _fit_stage(self.client, path, sel, fitter, stage, source.num_rows, read,
-                              self.dask, progress, title)  # fmt: skip
-
-        stages = fitter.n_passes + 1
-        if fitter.needs_pass1:
-            parts = run("pass1", f"fitting (dask, 1/{stages})")
-            fitter.finish_pass1(Pass1.merge_ordered(parts), d, path)
-        else:
-            fitter.finish_pass1(None, d, path)
-        if fitter.needs_map_pass:
-            parts = run("map", f"fitting (dask, {fitter.n_passes}/{stages})")
-            fitter.finish_map_pass(RowReducer.merge_ordered(parts), path)
-        return fitter.encoder(sel.features)
+            raise InputError(f"{source.path}: no rows to encode (empty input)")
+        client, dask = self.client, self.dask
+        ranges = _ranges(source.num_rows)
+        chunk = min(read.chunk_rows, CHUNK_PASS_ROWS)
+        shared = _shared(client, args)
+        futures = [
+            client.submit(_chunk_task, dask.worker_path(source.path), sel, fn, shared, a, b,
+                          read.on_nan, chunk, retries=dask.retries, pure=False)
+            for a, b in ranges
+        ]  # fmt: skip
+        return _in_order(futures, self.progress, f"{title} (dask)", [b - a for a, b in ranges])
 
     def write_store(self, source, sel, read, encoder, writer) -> str:
         """The partial store is sized for every row, one task per range of whole store

@@ -1,7 +1,8 @@
 """The local engine: in this process, the encode runs chunks on a thread pool (NumPy
 releases the GIL in GEMM, cos and packing) and writes them in row order; a learner's pass
 runs its fixed row groups on the pass threads and adds their partial results in row order;
-the fitting passes are sequential loops.  Everything computes with one BLAS thread."""
+a fitting pass reads the input once, in the calling thread.  Everything computes with one
+BLAS thread."""
 
 from __future__ import annotations
 
@@ -12,12 +13,18 @@ from contextlib import nullcontext
 from functools import partial
 from typing import Any
 
-from rfcli.encoder_fit import EncoderFitter
 from rfcli.engines.base import Engine, batch_results, sum_in_order
 from rfcli.errors import InputError, Interrupted
 from rfcli.io.readers import Chunk, iter_chunks
 from rfcli.progress import NullProgress, Progress
 from rfcli.threads import default_threads, one_blas_thread
+
+
+def _advancing(chunks, task):
+    """``chunks``, advancing a progress task by each chunk's rows."""
+    for ch in chunks:
+        yield ch
+        task.advance(len(ch))
 
 
 class _Tracked:
@@ -145,35 +152,13 @@ class LocalEngine(Engine):
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def fit_encoder(self, source, sel, settings, read, fmap=None):
-        """Build the encoder (for ``fmap`` if given, else the map ``settings`` describe),
-        making the passes over the input that :class:`rfcli.encoder_fit.EncoderFitter`
-        asks for."""
-        fitter = EncoderFitter(settings, fmap)
-        with one_blas_thread():
-            return self._fit_encoder(fitter, source, sel, read)
+    whole_pass = True
 
-    def _fit_encoder(self, fitter, source, sel, read):
-        progress = self.progress
-        d = len(sel.features)
-        total = fitter.n_passes + 1
-        if fitter.needs_pass1:
-            p1 = fitter.new_pass1(d)
-            with progress.task(f"fitting (pass 1/{total})", source.num_rows) as t:
-                for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
-                    p1.update(ch.row0, ch.X, ch.label)
-                    t.advance(len(ch))
-            fitter.finish_pass1(p1, d, source.path)
-        else:
-            fitter.finish_pass1(None, d, source.path)
-        if fitter.needs_map_pass:
-            reducer = fitter.new_map_pass()
-            with progress.task(f"fitting (pass {fitter.n_passes}/{total})", source.num_rows) as t:
-                for ch in iter_chunks(source, sel, read.chunk_rows, read.on_nan):
-                    reducer.update(ch.row0, fitter.map_values(ch.X))
-                    t.advance(len(ch))
-            fitter.finish_map_pass(reducer, source.path)
-        return fitter.encoder(sel.features)
+    def chunk_pass(self, source, sel, read, fn, args: tuple, *, title: str) -> list:
+        """One range, every row, in the calling thread (a stream is read once)."""
+        with self.progress.task(title, source.num_rows) as task, one_blas_thread():
+            return [fn(_advancing(iter_chunks(source, sel, read.chunk_rows, read.on_nan), task),
+                       0, *args)]  # fmt: skip
 
     def write_store(self, source, sel, read, encoder, writer) -> str:
         """The chunk loop: chunks encoded on the thread pool (in the calling thread with one

@@ -14,7 +14,7 @@ from typing import Any
 
 from rfcli.constraints import settings_check
 from rfcli.encoder import Encoder
-from rfcli.encoder_fit import EncoderFitter, EncodeSettings
+from rfcli.encoder_fit import EncoderFitter, EncodeSettings, fit_encoder_on
 from rfcli.engines import open_engine
 from rfcli.errors import InputError, ParameterTypeError, UsageError, check_int
 from rfcli.io import location
@@ -424,7 +424,7 @@ def fit_on_source(
     engine ``eng`` on an open source, and the source's selected columns: the fitting step
     of :func:`encode`, of :func:`fit_encoder` and of training on raw input."""
     sel = selection(source, settings, read)
-    return eng.fit_encoder(source, sel, settings, read, fmap=fmap), sel
+    return fit_encoder_on(eng, source, sel, settings, read, fmap=fmap), sel
 
 
 def select_like(

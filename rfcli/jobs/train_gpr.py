@@ -33,7 +33,7 @@ from rfcli.constraints import (
     settings_check,
 )
 from rfcli.encoder import Encoder
-from rfcli.encoder_fit import EncodeSettings
+from rfcli.encoder_fit import EncodeSettings, fit_encoder_on
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
 from rfcli.io.readers import ReadSettings, attach_label, open_source, select_columns
@@ -374,7 +374,7 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         sample_rows=s.sample_rows,
     )
     t = time.perf_counter()
-    base = eng.fit_encoder(source, sel, es, read, fmap=RowSample(0, s.seed))
+    base = fit_encoder_on(eng, source, sel, es, read, fmap=RowSample(0, s.seed))
     clock["pass"] += time.perf_counter() - t
     sample = base.fmap.sample_
     if sample is None or len(sample) == 0:
