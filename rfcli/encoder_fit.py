@@ -42,7 +42,41 @@ class EncodeSettings(Validated):
     """What ``rfcli encode`` asks for (ignored when encoding ``like`` another store);
     :meth:`validate` checks the fields and their combinations (rfcli.constraints).  The
     map's own options (``map_options``) are checked by the map, the bits a quantizer kind
-    takes by the quantizer."""
+    takes by the quantizer.
+
+    Parameters
+    ----------
+    kernel : str, default="gaussian"
+        The feature map (``rfcli.KERNELS``: gaussian, laplacian, matern*, arccos*, ternary,
+        positive, glf, ntk, ...).
+    n_features : int or None, default=None
+        Features m; None: 1024, or ``8 row_bytes / bits`` with ``row_bytes``.
+    bits : int, "auto" or None, default=None
+        Bits per feature; None: 2 for table quantizers, 1 for sign/binary, 32 for none;
+        "auto": chosen for ``row_bytes`` by validation (docs/learning.md).
+    row_bytes : int or None, default=None
+        A storage budget per row: sets ``n_features`` from the bits.
+    quantizer : str or None, default=None
+        The quantizer kind (lm, lm2, stoc, uniform, sign, empirical, none, ...); None: the
+        map's default.
+    quantizer_config : dict or None, default=None
+        A quantizer file's contents (``rfcli fit-quantizer``, ``--quantizer-file``).
+    quantizer_domain : {"auto", "linear", "log"}, default="auto"
+        The empirical quantizer's value domain (auto: by map and bits).
+    gamma : float, "auto" or "search", default="auto"
+        The bandwidth: a number, the median heuristic ("auto") or validation on a row
+        sample ("search", needs a label).
+    seed : int, default=0
+        Seed of the map's draws, the row sample and stochastic rounding.
+    normalize_rows, standardize : bool, default=False
+        Scale each row to unit norm / z-score each column (statistics of a fitting pass).
+    sample_rows : int, default=1000
+        Rows of the sample for the median heuristic.
+    map_options : dict, default={}
+        The map's own options (e.g. GLF ``lengthscale_bounds``, ``tol``, ``nodes``).
+    store_chunk_rows : int or None, default=None
+        Rows per store chunk (None: about 4 MiB of codes, never more than the rows).
+    """
 
     kernel: str = "gaussian"
     n_features: int | None = None  # default: 1024, or 8 row_bytes / bits with row_bytes

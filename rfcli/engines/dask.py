@@ -51,6 +51,19 @@ PARQUET_ONLY = "the dask engine reads Parquet input (a file, a directory or a gl
 
 @dataclass
 class DaskSettings(Validated):
+    """Where a Dask job runs (``--engine dask``; docs/dask.md).
+
+    Parameters
+    ----------
+    scheduler : str or None, default=None
+        Address of a running scheduler (``tcp://host:8786``); None: the environment's
+        ``DASK_SCHEDULER_ADDRESS``, else a local cluster of ``workers`` processes.
+    workers : int, default=2
+        Processes of the local cluster.
+    retries : int, default=2
+        How often Dask retries a failed or lost task.
+    """
+
     scheduler: str | None = None  # address of a running scheduler; None: a local cluster
     workers: int = 2  # processes of the local cluster
     retries: int = 2

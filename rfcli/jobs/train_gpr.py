@@ -71,7 +71,46 @@ _POS_INT = Interval("int", 1)
 @dataclass
 class GPRSettings(Validated):
     """What ``rfcli train --model gpr`` asks for; :meth:`validate` checks every field
-    against ``_parameter_constraints`` (rfcli.constraints) before any work."""
+    against ``_parameter_constraints`` (rfcli.constraints) before any work (docs/gpr.md).
+
+    Parameters
+    ----------
+    features : {"glf", "rff"}, default="glf"
+        Gauss-Legendre features (d <= 3 inputs) or random Fourier features.
+    kernel : {"gaussian", "matern12", "matern32", "matern52"}, default="gaussian"
+    learn : bool, default=True
+        Learn the hyperparameters (rff: the lengthscale too, a pass per step); else unit
+        signal, 0.1 noise and ``lengthscale``.
+    ard : bool, default=False
+        One lengthscale per input (GLF).
+    lengthscale_bounds : (lo, hi), a (lo, hi) per input, or None, default=None
+        In units of the (standardized) inputs; None: from the data's row sample.
+    noise_bounds, signal_bounds : (lo, hi)
+        Noise and signal variances, in units of the standardized target.
+    lengthscale : float or None, default=None
+        The fixed lengthscale with ``learn=False`` (None: the bounds' geometric mean).
+    n_features : int, default=1024
+        Random Fourier features (rff).
+    tol : float, default=1e-3
+        GLF's kernel error tolerance at the optimum (units of the signal variance);
+        learning also keeps it at most 0.3 x the learned noise/signal, refining the rule.
+    nodes, cutoff : list or None, default=None
+        A GLF rule by hand: nodes per input (even) and the frequency cutoff per input.
+    standardize : bool, default=True
+        Z-score the inputs.
+    starts : int, default=3
+        L-BFGS-B starts: the best distinct points of the scan.
+    seed : int, default=0
+        Seed of the row sample and of the RFF draws.
+    sample_rows : int, default=1000
+        Rows of the fitting pass's sample (lengthscale bounds, the exact scan).
+    scan_rows : int, default=500
+        Rows of that sample the exact-GP scan uses.
+    coarse_nodes : int, default=512
+        Node budget of the coarse rule.
+    max_levels : int, default=8
+        Most levels of rules per group of starts.
+    """
 
     features: str = "glf"  # glf | rff
     kernel: str = "gaussian"

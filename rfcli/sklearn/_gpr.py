@@ -126,7 +126,25 @@ class GLFRegressor(RegressorMixin, RFEstimator):
 
     def fit(self, X, y):
         """Learn the hyperparameters and the weight posterior on (X, y): ``rfcli.train_gpr``
-        on these rows (:func:`rfcli.jobs.train_gpr.train_gpr`)."""
+        on these rows (:func:`rfcli.jobs.train_gpr.train_gpr`).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Numeric inputs (float32 or float64).
+        y : array-like of shape (n_samples,)
+            Numeric targets.
+
+        Returns
+        -------
+        self : GLFRegressor
+            Fitted (``features_``, ``lengthscale_``, ``noise_variance_``, ``report_``, ...).
+
+        Raises
+        ------
+        rfcli.errors.UsageError
+            A GLF rule that does not fit ``memory`` (the message names the memory needed).
+        """
         from rfcli.jobs.train_gpr import train_gpr
 
         self._settings(1, 0)  # the parameters, before any work (d and the seed come later)
@@ -154,7 +172,21 @@ class GLFRegressor(RegressorMixin, RFEstimator):
 
     def predict(self, X, return_std: bool = False):
         """Predictive mean (and standard deviation, noise included, with ``return_std``),
-        as ``rfcli predict`` writes them."""
+        as ``rfcli predict`` writes them.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Inputs with the training columns.
+        return_std : bool, default=False
+            Also return the predictive standard deviation.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+        std : ndarray of shape (n_samples,)
+            Only with ``return_std``.
+        """
         check_is_fitted(self)
         X = self._check_X(X)
         gp = self.model_
