@@ -74,8 +74,10 @@ class Encoder:
 
     Raises
     ------
+    UsageError
+        A quantizer that does not fit the map's value law.
     IncompatibleError
-        A quantizer that does not fit the map (an empirical one fitted for another map).
+        An empirical quantizer fitted for another map.
     """
 
     columns: list[str]
@@ -133,6 +135,20 @@ class Encoder:
         quantizer's codes come from them by comparisons, with no cosine computed
         (:meth:`rfcli.quantize.Quantizer.encode_cosine_rows`; docs/store-format.md, Codes
         from the phase).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, len(columns))
+            Raw rows, columns in the order of :attr:`columns`.
+        row0 : int
+            The global index of the first row (blocks and the stoc quantizer's hash use it).
+        out : EncodedChunk or None, default=None
+            An earlier result to encode into.
+
+        Returns
+        -------
+        EncodedChunk
+            The rows' packed codes, norms and row scales.
         """
         Xp = self.preprocess.transform(X)
         n, R = Xp.shape[0], BLOCK_ROWS
@@ -178,9 +194,20 @@ class Encoder:
         return packed, norms, np.empty(n, dtype=np.float32) if scaled else None
 
     def features(self, X: np.ndarray) -> np.ndarray:
-        """Unquantized features of raw rows: ``F(x)`` of the map after preprocessing (float64
-        for maps that compute in float64, e.g. GLF).  Only for the ``none`` quantizer, where
-        it equals ``decode(encode_chunk(X))`` up to the float32 rounding of the stored values."""
+        """Unquantized features of raw rows: ``F(x)`` of the map after preprocessing.  For
+        the ``none`` quantizer it equals ``decode(encode_chunk(X))`` up to the float32
+        rounding of the stored values.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, len(columns))
+            Raw rows.
+
+        Returns
+        -------
+        ndarray of shape (n, n_features)
+            The features (float64 for maps that compute in float64, e.g. GLF).
+        """
         return self.fmap.transform(self.preprocess.transform(X))
 
     def decode(
@@ -190,8 +217,25 @@ class Encoder:
         row_scale: np.ndarray | None,
         normalized: bool = False,
     ) -> np.ndarray:
-        """Decoded features, float32: ``F(x).F(y)`` estimates k(x, y) (plain estimator), or
-        unit rows ``Q(z)/||Q(z)||`` with ``normalized`` (Li & Li 2021's normalized estimator)."""
+        """Decoded features: ``F(x).F(y)`` estimates k(x, y) (plain estimator), or unit rows
+        ``Q(z)/||Q(z)||`` with ``normalized`` (Li & Li 2021's normalized estimator).
+
+        Parameters
+        ----------
+        packed : ndarray of shape (n, row_bytes), uint8
+            Packed codes.
+        norms : ndarray of shape (n,), float32
+            Their norms ``||Q(z)||``.
+        row_scale : ndarray of shape (n,), float32, or None
+            The input row norms of arc-cosine order 1.
+        normalized : bool, default=False
+            Unit rows.
+
+        Returns
+        -------
+        ndarray of shape (n, n_features), float32
+            The features.
+        """
         if normalized:
             F = self.quantizer.decode_rows(packed, self.n_features)
             safe = np.where(norms > 0, norms, np.float32(1)).astype(np.float32)
@@ -204,6 +248,15 @@ class Encoder:
 
     # -- state --------------------------------------------------------------------------
     def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The encoder as JSON config and arrays (what stores and model files keep).
+
+        Returns
+        -------
+        config : dict
+            JSON types: columns, preprocessing, map and quantizer configs.
+        arrays : dict of str to ndarray
+            The fitted arrays (``map/W``, ``preprocess/mean``, ...).
+        """
         mc, ma = self.fmap.to_state()
         pc, pa = self.preprocess.to_state()
         config = {
@@ -218,6 +271,26 @@ class Encoder:
 
     @classmethod
     def from_state(cls, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> Encoder:
+        """The encoder :meth:`to_state` describes.
+
+        Parameters
+        ----------
+        config : dict
+            :meth:`to_state`'s config.
+        arrays : dict of str to ndarray
+            :meth:`to_state`'s arrays.
+
+        Returns
+        -------
+        Encoder
+            The encoder.
+
+        Raises
+        ------
+        ConfigError
+            A malformed config, or arrays that do not match it.
+        """
+
         def sub(prefix):
             return {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
 
@@ -239,10 +312,30 @@ class Encoder:
         )
 
     def fingerprint(self) -> str:
-        """SHA-256 (first 16 hex digits) of the canonical config and every array's bytes."""
+        """The encoder's identity: equal fingerprints, the same codes for the same rows.
+
+        Returns
+        -------
+        str
+            SHA-256 (first 16 hex digits) of the canonical config and every array's bytes.
+        """
         return _hash_state(*self.to_state())
 
     def check_same(self, other: Encoder, what: str = "store") -> None:
+        """Refuse ``other`` unless it has this encoder's fingerprint.
+
+        Parameters
+        ----------
+        other : Encoder
+            The encoder of what is used with this one.
+        what : str, default="store"
+            What ``other`` belongs to, for the message.
+
+        Raises
+        ------
+        IncompatibleError
+            Another map or quantizer.
+        """
         if self.fingerprint() != other.fingerprint():
             raise IncompatibleError(
                 f"the {what} was encoded with another map/quantizer "
@@ -252,7 +345,14 @@ class Encoder:
     def describe(self) -> dict[str, Any]:
         """A structured summary (JSON types): the kernel, the map's parameters as numbers
         (``map["gamma"]``: the fitted bandwidth, not text), the quantizer and its bits, the
-        preprocessing steps, the input columns; ``summary`` is the map in words."""
+        preprocessing steps, the input columns; ``summary`` is the map in words.
+
+        Returns
+        -------
+        dict
+            ``kernel``, ``map``, ``summary``, ``features``, ``quantizer``, ``bits``,
+            ``preprocess``, ``inputs``, ``columns``.
+        """
         fm, q, pre = self.fmap, self.quantizer, self.preprocess
         params = {**fm.params(), **{k: v for k, v in fm.fitted_params().items() if v is not None}}
         return {
