@@ -144,7 +144,7 @@ def _api():
 
 
 #: exported classes (beyond the estimators) whose public methods are checked too
-METHODS_OF = {"rfcli.TrainResult", "rfcli.Encoder"}
+METHODS_OF = {"rfcli.TrainResult", "rfcli.Encoder", "rfcli.FeatureStore"}
 
 
 def _gaps(obj) -> set[str]:

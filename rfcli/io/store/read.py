@@ -185,7 +185,18 @@ class FeatureStore:
 
     def unchecked_encoder(self) -> Encoder:
         """The encoder rebuilt from the metadata and arrays, without the checks of
-        :attr:`encoder` (``rfcli inspect --verify`` lists what is wrong instead)."""
+        :attr:`encoder` (``rfcli inspect --verify`` lists what is wrong instead).
+
+        Returns
+        -------
+        Encoder
+            The encoder the metadata describes.
+
+        Raises
+        ------
+        StoreError
+            An encoder array missing, or bad encoder metadata.
+        """
         arrays = {}
         for key in self.meta.get("encoder_arrays", []):
             try:
@@ -201,6 +212,7 @@ class FeatureStore:
 
     @property
     def n_features(self) -> int:
+        """Features per row (m)."""
         return int(self.layout["n_features"])
 
     @property
@@ -210,15 +222,40 @@ class FeatureStore:
 
     @property
     def label_info(self) -> dict | None:
+        """The label's metadata (``name``, ``kind``, ``classes`` of a category label), or
+        None for a store without a label."""
         return self.meta.get("label")
 
     @property
     def chunk_rows(self) -> int:
+        """Rows per store chunk."""
         return int(self.layout.get("chunk_rows", 8192))
 
     def iter_encoded(
         self, chunk_rows: int | None = None, start: int = 0, stop: int | None = None
     ) -> Iterator[EncodedChunk]:
+        """The store's rows as they are kept (packed codes, norms, row scales), chunk by
+        chunk.
+
+        Parameters
+        ----------
+        chunk_rows : int or None, default=None
+            Rows per chunk yielded (None: the store's chunks).
+        start : int, default=0
+            The first row.
+        stop : int or None, default=None
+            The row after the last (None: the store's end).
+
+        Yields
+        ------
+        EncodedChunk
+            The rows ``row0 .. row0 + len(packed)``.
+
+        Raises
+        ------
+        StoreError
+            A missing or damaged chunk, or an altered encoder.
+        """
         _ = self.encoder  # the fingerprint check: no codes are served for an altered encoder
         step = chunk_rows or self.chunk_rows
         stop = self.n_rows if stop is None else min(stop, self.n_rows)
@@ -256,7 +293,18 @@ class FeatureStore:
 
     def has_file(self, *parts: str) -> bool:
         """Whether the file (object) at ``parts`` under the store exists: one request per
-        object at a URL, unless :meth:`list_files` listed the whole store first."""
+        object at a URL, unless :meth:`list_files` listed the whole store first.
+
+        Parameters
+        ----------
+        *parts : str
+            The file's path under the store, one part per argument.
+
+        Returns
+        -------
+        bool
+            Whether it exists.
+        """
         if not self.remote:
             return os.path.isfile(os.path.join(self.path, *parts))
         key = "/".join(parts)
@@ -274,11 +322,41 @@ class FeatureStore:
     def iter_features(
         self, normalized: bool = False, chunk_rows: int | None = None
     ) -> Iterator[tuple[int, np.ndarray]]:
+        """The store's decoded features, chunk by chunk (``F(x).F(y)`` estimates the kernel).
+
+        Parameters
+        ----------
+        normalized : bool, default=False
+            Unit rows ``Q(z)/||Q(z)||`` (the normalized estimator).
+        chunk_rows : int or None, default=None
+            Rows per chunk (None: the store's chunks).
+
+        Yields
+        ------
+        row0 : int
+            The chunk's first row.
+        features : ndarray of shape (rows, n_features), float32
+            Its features.
+        """
         enc = self.encoder
         for ch in self.iter_encoded(chunk_rows):
             yield ch.row0, enc.decode(ch.packed, ch.norms, ch.row_scale, normalized=normalized)
 
     def labels(self, start: int = 0, stop: int | None = None) -> np.ndarray | None:
+        """The label as stored: class codes for a category label, else the numbers.
+
+        Parameters
+        ----------
+        start : int, default=0
+            The first row.
+        stop : int or None, default=None
+            The row after the last (None: the store's end).
+
+        Returns
+        -------
+        ndarray or None
+            The rows' labels; None for a store without a label.
+        """
         if self.label_info is None:
             return None
         return self._array("label")[start:stop]
@@ -294,7 +372,25 @@ class FeatureStore:
             ) from None
 
     def label_values(self, start: int = 0, stop: int | None = None) -> np.ndarray | None:
-        """Labels as in the input: class text for category labels, else the numbers."""
+        """Labels as in the input: class text for category labels, else the numbers.
+
+        Parameters
+        ----------
+        start : int, default=0
+            The first row.
+        stop : int or None, default=None
+            The row after the last (None: the store's end).
+
+        Returns
+        -------
+        ndarray or None
+            The rows' labels; None for a store without a label.
+
+        Raises
+        ------
+        StoreError
+            Class codes outside the classes (a damaged store).
+        """
         lab = self.labels(start, stop)
         classes = (self.label_info or {}).get("classes")
         if lab is None or classes is None:
@@ -307,9 +403,30 @@ class FeatureStore:
         return np.asarray(classes, dtype=object)[lab]
 
     def ids(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
+        """The id columns carried with the rows.
+
+        Parameters
+        ----------
+        start : int, default=0
+            The first row.
+        stop : int or None, default=None
+            The row after the last (None: the store's end).
+
+        Returns
+        -------
+        dict of str to ndarray
+            Each id column's values.
+        """
         return {k: self._array(f"ids/{k}")[start:stop] for k in self.meta.get("ids", [])}
 
     def nbytes_on_disk(self) -> int:
+        """The store's size on disk (every file, metadata included).
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
         if self.remote:
             fs, p = location.filesystem(self.path)
             return int(fs.du(p))
@@ -336,7 +453,13 @@ class FeatureStore:
     def nbytes_by_part(self) -> dict[str, int]:
         """The bytes on disk by what they hold, largest first: each row array's chunks
         (``codes``, ``norms``, ``row_scale``, ``label``, ``ids``), the encoder's arrays
-        (``encoder``) and every node's ``zarr.json`` (``metadata``)."""
+        (``encoder``) and every node's ``zarr.json`` (``metadata``).
+
+        Returns
+        -------
+        dict of str to int
+            Bytes by part.
+        """
         parts: dict[str, int] = {}
         for rel, size in self._file_sizes().items():
             part = "metadata" if rel.rsplit("/", 1)[-1] == "zarr.json" else rel.split("/", 1)[0]
@@ -344,6 +467,13 @@ class FeatureStore:
         return dict(sorted(parts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def codes_nbytes_on_disk(self) -> int:
+        """The size on disk of the packed codes alone (what the compression ratio counts).
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
         if self.remote:
             fs, p = location.filesystem(location.join(self.path, "codes"))
             return int(fs.du(p))
