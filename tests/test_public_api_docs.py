@@ -144,7 +144,8 @@ def _api():
 
 
 #: exported classes (beyond the estimators) whose public methods are checked too
-METHODS_OF = {"rfcli.TrainResult", "rfcli.Encoder", "rfcli.FeatureStore"}
+METHODS_OF = {"rfcli.TrainResult", "rfcli.Encoder", "rfcli.FeatureStore", "rfcli.Quantizer",
+              "rfcli.Preprocessor"}  # fmt: skip
 
 
 def _gaps(obj) -> set[str]:

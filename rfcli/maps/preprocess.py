@@ -123,9 +123,23 @@ class Preprocessor:
 
     @property
     def needs_stats(self) -> bool:
+        """Whether fitting needs the columns' statistics (``standardize``)."""
         return self.standardize
 
     def fit_stats(self, stats: ColumnStats) -> Preprocessor:
+        """Fit the standardization from the training rows' column statistics.
+
+        Parameters
+        ----------
+        stats : ColumnStats
+            The columns' statistics of the fitting pass (in fixed row blocks: the same
+            for any chunking).
+
+        Returns
+        -------
+        Preprocessor
+            ``self``, fitted.
+        """
         if self.standardize:
             stats.finish()
             std = stats.std
@@ -134,6 +148,19 @@ class Preprocessor:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
+        """The preprocessed rows.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Raw rows.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            Standardized and/or unit rows, float64 (X itself, as float32 or float64, when
+            both steps are off).
+        """
         if not (self.standardize or self.normalize_rows):  # nothing to do: no copy
             X = np.asarray(X)
             return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
@@ -147,12 +174,40 @@ class Preprocessor:
         return X
 
     def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The preprocessing as JSON config and arrays.
+
+        Returns
+        -------
+        config : dict
+            ``standardize``, ``normalize_rows``.
+        arrays : dict of str to ndarray
+            ``mean`` and ``scale`` with ``standardize``.
+        """
         config = {"standardize": self.standardize, "normalize_rows": self.normalize_rows}
         arrays = {"mean": self.mean_, "scale": self.scale_} if self.standardize else {}
         return config, arrays
 
     @classmethod
     def from_state(cls, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> Preprocessor:
+        """The preprocessing :meth:`to_state` describes.
+
+        Parameters
+        ----------
+        config : dict
+            :meth:`to_state`'s config.
+        arrays : dict of str to ndarray
+            :meth:`to_state`'s arrays.
+
+        Returns
+        -------
+        Preprocessor
+            The fitted preprocessing.
+
+        Raises
+        ------
+        ConfigError
+            A missing field or array.
+        """
         p = cls(
             standardize=require(config, "standardize", bool, "preprocess"),
             normalize_rows=require(config, "normalize_rows", bool, "preprocess"),
@@ -165,6 +220,13 @@ class Preprocessor:
         return p
 
     def describe(self) -> str:
+        """The steps in words (``standardize, normalize-rows``, or ``none``).
+
+        Returns
+        -------
+        str
+            The description.
+        """
         parts = [
             n
             for n, on in (

@@ -84,7 +84,19 @@ class Quantizer:
     # -- construction ---------------------------------------------------------------
     @classmethod
     def design(cls, bits: int) -> Quantizer:
-        """Build the quantizer of this kind for ``bits`` bits."""
+        """Build the quantizer of this kind for ``bits`` bits (subclasses may take more
+        keywords: ``seed``, ``law``; :func:`rfcli.make_quantizer` passes them).
+
+        Parameters
+        ----------
+        bits : int
+            Bits per feature.
+
+        Returns
+        -------
+        Quantizer
+            The designed quantizer.
+        """
         raise NotImplementedError
 
     def _validate(self) -> None:
@@ -103,6 +115,14 @@ class Quantizer:
 
     # -- config ---------------------------------------------------------------------
     def to_config(self) -> dict[str, Any]:
+        """The quantizer as JSON (what stores, model files and ``rfcli fit-quantizer``
+        write).
+
+        Returns
+        -------
+        dict
+            ``kind``, ``bits``, ``borders``, ``levels`` (and the kind's own fields).
+        """
         return {
             "kind": self.kind,
             "bits": self.bits,
@@ -112,6 +132,23 @@ class Quantizer:
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Quantizer:
+        """The quantizer a :meth:`to_config` dict describes, of the class of its kind.
+
+        Parameters
+        ----------
+        config : dict
+            A quantizer config (``kind``, ``bits``, ``borders``, ``levels``, ...).
+
+        Returns
+        -------
+        Quantizer
+            The quantizer.
+
+        Raises
+        ------
+        ConfigError
+            An unknown kind, a missing field or a bad table.
+        """
         kind = require(config, "kind", str, "quantizer")
         klass = QUANTIZERS.get(kind)
         return klass._from_config(config)
@@ -142,9 +179,22 @@ class Quantizer:
     # -- storage --------------------------------------------------------------------
     @property
     def bits_per_feature(self) -> int:
+        """Storage bits per feature (a trit-packed ternary quantizer's are fractional)."""
         return self.bits
 
     def row_bytes(self, n_features: int) -> int:
+        """Bytes of packed codes per row.
+
+        Parameters
+        ----------
+        n_features : int
+            Features per row.
+
+        Returns
+        -------
+        int
+            ``ceil(n_features * bits / 8)`` for the table quantizers.
+        """
         return packed_row_bytes(n_features, self.bits)
 
     # -- the hot path ---------------------------------------------------------------
@@ -155,7 +205,20 @@ class Quantizer:
 
         Up to 15 borders (b <= 4) the count is a sum of vectorized comparisons, faster than
         a binary search per element (np.searchsorted; docs/benchmarks.md, Implementation
-        choices); the result is the same."""
+        choices); the result is the same.
+
+        Parameters
+        ----------
+        z : ndarray
+            Raw feature values.
+        row0 : int, default=0
+            The global index of z's first row.
+
+        Returns
+        -------
+        ndarray of z's shape, uint8
+            The codes.
+        """
         z = z.astype(np.float32, copy=False)
         if len(self._borders32) > 15:
             return np.searchsorted(self._borders32, z, side="left").astype(np.uint8)
@@ -165,8 +228,22 @@ class Quantizer:
         return out
 
     def encode_rows(self, z: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """Quantize and pack a chunk: ``(packed uint8 (n, row_bytes), norms float32 (n,))``,
-        norms being ``||Q(z)||`` per row (the normalized estimator's denominators)."""
+        """Quantize and pack a chunk.
+
+        Parameters
+        ----------
+        z : ndarray of shape (n, m)
+            Raw feature values.
+        row0 : int, default=0
+            The global index of z's first row.
+
+        Returns
+        -------
+        packed : ndarray of shape (n, row_bytes), uint8
+            The packed codes.
+        norms : ndarray of shape (n,), float32
+            ``||Q(z)||`` per row (the normalized estimator's denominators).
+        """
         codes = self.codes(z, row0)
         packed = pack_codes(codes, self.bits)
         return packed, self._row_norms(codes, packed)
@@ -178,8 +255,24 @@ class Quantizer:
         finds its codes from the phase by comparisons, computing no cosine
         (:mod:`rfcli.quantize.phase`): the same codes except where the phase lies within
         float32 rounding of a border (docs/store-format.md, Codes from the phase).  Other
-        kinds (stochastic rounding, float features) quantize the cosine.  ``max_abs``: a
-        bound on ``|t|``, if known (it spares a range check)."""
+        kinds (stochastic rounding, float features) quantize the cosine.
+
+        Parameters
+        ----------
+        t : ndarray of shape (n, m), float32
+            The phases.
+        row0 : int, default=0
+            The global index of t's first row.
+        max_abs : float or None, default=None
+            A bound on ``|t|``, if known (it spares a range check).
+
+        Returns
+        -------
+        packed : ndarray of shape (n, row_bytes), uint8
+            The packed codes.
+        norms : ndarray of shape (n,), float32
+            ``||Q(z)||`` per row.
+        """
         if not self.threshold_codes:
             return self.encode_rows(np.cos(t), row0)
         codes = self._phase_coder.codes(t, max_abs)
@@ -219,7 +312,27 @@ class Quantizer:
         """Unpack and decode: float32 (n, n_features) values ``scale * Q(z)``.
 
         For b in {1, 2, 4, 8} this is one gather through a 256-entry byte table with the
-        scale folded in (no intermediate code array, no second pass for the scale)."""
+        scale folded in (no intermediate code array, no second pass for the scale).
+
+        Parameters
+        ----------
+        packed : ndarray of shape (n, row_bytes), uint8
+            Packed codes.
+        n_features : int
+            Features per row.
+        scale : float, default=1.0
+            A factor applied to every level (the map's ``feature_scale``).
+
+        Returns
+        -------
+        ndarray of shape (n, n_features), float32
+            ``scale * Q(z)``.
+
+        Raises
+        ------
+        ValueError
+            Rows of another width.
+        """
         if self._lut is not None:
             if packed.shape[1] != self.row_bytes(n_features):
                 raise ValueError("packed row width does not match the quantizer")
