@@ -200,8 +200,31 @@ class StoreWriter:
     def resume(cls, path: str, resume_key: str, overwrite: bool = False) -> StoreWriter | None:
         """Reopen the partial store of an interrupted encode of ``path``: its arrays are cut
         back to the last checkpoint and writing continues from there.  ``resume_key`` must
-        match the one the encode started with (same input and settings).  None when the
-        partial store has no checkpoint yet (start over)."""
+        match the one the encode started with (same input and settings).
+
+        Parameters
+        ----------
+        path : str
+            The store the interrupted encode was writing (its partial store is
+            ``PATH.partial``).
+        resume_key : str
+            The key of the input and settings (the same as the interrupted encode's).
+        overwrite : bool, default=False
+            Whether the finished store may replace an existing one.
+
+        Returns
+        -------
+        StoreWriter or None
+            The writer, continuing after the last checkpoint (its :attr:`n_rows` rows
+            kept); None when the partial store has no checkpoint yet (start over).
+
+        Raises
+        ------
+        StoreError
+            No readable partial rfcli store.
+        UsageError
+            A partial store started with another input or other settings.
+        """
         prepare_output(path, overwrite)
         tmp = partial_path(path)
         try:
@@ -303,7 +326,22 @@ class StoreWriter:
     ) -> None:
         """Append ``enc``'s rows.  The rows that wait for the next store chunk are kept as
         they are (:attr:`buffered_rows`): while there are any, ``enc``'s arrays are the
-        writer's; else the caller may reuse them."""
+        writer's; else the caller may reuse them.
+
+        Parameters
+        ----------
+        enc : EncodedChunk
+            The next rows (``enc.row0`` must be :attr:`rows_written`).
+        label : ndarray of shape (n,) or None, default=None
+            Their labels.
+        ids : dict of str to ndarray or None, default=None
+            Their id columns.
+
+        Raises
+        ------
+        RuntimeError
+            Rows out of order.
+        """
         if enc.row0 != self.n_rows + self._buf_rows:
             raise RuntimeError(f"chunk starting at row {enc.row0} written out of order")
         lab = self._label_values(label) if label is not None and self.label_name else None
@@ -378,7 +416,17 @@ class StoreWriter:
         """Size every array for ``n_rows`` rows so that tasks can fill disjoint, chunk-aligned
         row ranges with :class:`RegionWriter`.  ``first`` is the input's first chunk (it
         decides label and id dtypes, as in the sequential writer); ``classes`` the category
-        label's classes in order of first appearance over the whole input."""
+        label's classes in order of first appearance over the whole input.
+
+        Parameters
+        ----------
+        n_rows : int
+            The store's rows.
+        first : Chunk
+            The input's first chunk.
+        classes : list or None
+            The category label's classes (None: no category label).
+        """
         self._fit_chunks(n_rows)
         if first.label is not None and self.label_name:
             self._label_values(first.label[:0])
@@ -399,13 +447,37 @@ class StoreWriter:
         self._checkpoint()  # records the label kind and classes for the tasks
 
     def finish_parallel(self, n_rows: int) -> str:
-        """Complete a store whose rows were all written by RegionWriters."""
+        """Complete a store whose rows were all written by RegionWriters.
+
+        Parameters
+        ----------
+        n_rows : int
+            The rows written.
+
+        Returns
+        -------
+        str
+            The store's path (:meth:`close`).
+        """
         self.n_rows = n_rows
         self._buf, self._buf_rows = [], 0
         return self.close()
 
     def close(self) -> str:
-        """Flush, write the completion marker last, and move the store into place."""
+        """Flush, write the completion marker last, and move the store into place.
+
+        Returns
+        -------
+        str
+            The store's path.
+
+        Raises
+        ------
+        StoreError
+            No rows were written.
+        OutputError
+            The store cannot be moved into place (a store there is left unchanged).
+        """
         if self._buf_rows and not self.n_rows and not self._arrays:  # its rows are all here
             self._fit_chunks(self._buf_rows)
         if self._buf_rows:
@@ -434,6 +506,7 @@ class StoreWriter:
         return self.path
 
     def abort(self) -> None:
+        """Remove the store being written (nothing is left at ``PATH.partial``)."""
         location.remove_tree(self.tmp)
 
 
