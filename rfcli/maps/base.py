@@ -80,6 +80,22 @@ class FeatureMap:
         return False
 
     def fit(self, n_inputs: int, sample: np.ndarray | None = None) -> FeatureMap:
+        """Draw the weights for ``n_inputs`` inputs and fit what depends on the data (a
+        bandwidth from ``sample``); a map with :attr:`needs_pass` is complete after
+        :meth:`finish_pass`.
+
+        Parameters
+        ----------
+        n_inputs : int
+            The input dimension d.
+        sample : ndarray of shape (k, d) or None, default=None
+            A sample of preprocessed rows (:attr:`needs_sample`: the fit needs one).
+
+        Returns
+        -------
+        FeatureMap
+            ``self``, fitted.
+        """
         raise NotImplementedError
 
     #: reductions over all (preprocessed) training rows that a sample cannot give, e.g.
@@ -90,17 +106,49 @@ class FeatureMap:
 
     @property
     def needs_pass(self) -> bool:
+        """True when the fit needs a pass over all training rows (``pass_reductions``)."""
         return bool(self.pass_reductions)
 
     def pass_values(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        """Per-row float64 values to reduce, for each name of ``pass_reductions``."""
+        """Per-row float64 values to reduce, for each name of ``pass_reductions``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Preprocessed rows.
+
+        Returns
+        -------
+        dict of str to ndarray of shape (n,)
+            The values by reduction name (empty for maps without a pass).
+        """
         return {}
 
     def finish_pass(self, totals: dict[str, float], n_rows: int) -> None:
-        """Complete the fit from the reduced values (called after the pass)."""
+        """Complete the fit from the reduced values (called after the pass).
+
+        Parameters
+        ----------
+        totals : dict of str to float
+            The reduced values by name (:class:`RowReducer`).
+        n_rows : int
+            The rows reduced.
+        """
 
     def fit_data(self, X: np.ndarray) -> FeatureMap:
-        """Fit on in-memory preprocessed rows: fit() with X as the sample, then the pass."""
+        """Fit on in-memory preprocessed rows: :meth:`fit` with X as the sample, then the
+        pass.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Preprocessed rows.
+
+        Returns
+        -------
+        FeatureMap
+            ``self``, fitted.
+        """
         X = np.asarray(X, dtype=np.float64)
         self.fit(X.shape[1], X if self.needs_sample else None)
         if self.needs_pass:
@@ -111,6 +159,7 @@ class FeatureMap:
 
     @property
     def fitted(self) -> bool:
+        """Whether :meth:`fit` (or :meth:`from_state`) has run."""
         return self.n_inputs_ is not None
 
     def _check_fitted(self) -> None:
@@ -118,30 +167,92 @@ class FeatureMap:
             raise RuntimeError(f"{type(self).__name__} is not fitted")
 
     def estimate_bytes(self, n_inputs: int) -> int:
-        """About how much memory the drawn arrays take for ``n_inputs`` inputs (budgets)."""
+        """About how much memory the drawn arrays take (for memory budgets).
+
+        Parameters
+        ----------
+        n_inputs : int
+            The input dimension d.
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
         return 4 * (n_inputs + 2) * self.n_features
 
     # -- transform --------------------------------------------------------------------
     @property
     def feature_scale(self) -> float:
+        """The factor of the raw values in the features, ``sqrt(2/m)`` by default."""
         return float(np.sqrt(2.0 / self.n_features))
 
     def transform_raw(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Raw values ``z`` (float32, (n, m)) and the row scale (float32 (n,) or None)."""
+        """The raw feature values and the row scale.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Preprocessed rows.
+
+        Returns
+        -------
+        z : ndarray of shape (n, m), float32
+            The raw values (of law :attr:`value_law`).
+        row_scale : ndarray of shape (n,), float32, or None
+            The per-row scale (arc-cosine order 1), else None.
+        """
         raise NotImplementedError
 
     def transform_phase(self, X: np.ndarray) -> np.ndarray:
-        """The float32 phases t (n, m) of cosine features ``z = cos(t)`` (maps with
-        ``cosine_phase``)."""
+        """The phases of cosine features ``z = cos(t)`` (maps with ``cosine_phase``).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Preprocessed rows.
+
+        Returns
+        -------
+        ndarray of shape (n, m), float32
+            The phases t.
+
+        Raises
+        ------
+        NotImplementedError
+            A map without phases.
+        """
         raise NotImplementedError(f"the {self.kind} map has no phases")
 
     def phase_bound(self, X: np.ndarray) -> float | None:
-        """An upper bound on ``|transform_phase(X)|`` if the map knows one cheaply, else
-        None (it spares the phase codes a range check)."""
+        """An upper bound on ``|transform_phase(X)|`` if the map knows one cheaply (it
+        spares the phase codes a range check).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Preprocessed rows.
+
+        Returns
+        -------
+        float or None
+            The bound, or None.
+        """
         return None
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        """Full-precision features ``F(x)``, float32 (n, m): ``F(x).F(y)`` estimates k(x, y)."""
+        """Full-precision features ``F(x)``: ``F(x).F(y)`` estimates k(x, y).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Preprocessed rows.
+
+        Returns
+        -------
+        ndarray of shape (n, m), float32
+            The features.
+        """
         z, row_scale = self.transform_raw(X)
         z *= np.float32(self.feature_scale)
         if row_scale is not None:
@@ -149,19 +260,59 @@ class FeatureMap:
         return z
 
     def kernel(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-        """The exact kernel this map approximates, float64 (len(X), len(Y))."""
+        """The exact kernel this map approximates.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Preprocessed rows.
+        Y : ndarray of shape (k, d)
+            Preprocessed rows.
+
+        Returns
+        -------
+        ndarray of shape (n, k), float64
+            ``k(x_i, y_j)``.
+        """
         raise NotImplementedError
 
     # -- state ------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
-        """Constructor parameters besides n_features and seed (JSON types)."""
+        """Constructor parameters besides n_features and seed.
+
+        Returns
+        -------
+        dict
+            JSON types.
+        """
         return {}
 
     def fitted_params(self) -> dict[str, Any]:
-        """Scalars fitted in fit() (JSON types)."""
+        """Scalars fitted in :meth:`fit` (a bandwidth, data-dependent constants).
+
+        Returns
+        -------
+        dict
+            JSON types.
+        """
         return {}
 
     def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The fitted map as JSON config and arrays (what stores and model files keep).
+
+        Returns
+        -------
+        config : dict
+            ``kind``, ``n_features``, ``seed``, ``n_inputs``, :meth:`params` and the
+            :meth:`fitted_params`.
+        arrays : dict of str to ndarray
+            The drawn and fitted arrays (``W``, ``tau``, ...).
+
+        Raises
+        ------
+        RuntimeError
+            An unfitted map.
+        """
         self._check_fitted()
         config = {
             "kind": self.kind,
@@ -176,6 +327,25 @@ class FeatureMap:
 
     @classmethod
     def from_state(cls, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> FeatureMap:
+        """The fitted map :meth:`to_state` describes, of the class of its kind.
+
+        Parameters
+        ----------
+        config : dict
+            :meth:`to_state`'s config.
+        arrays : dict of str to ndarray
+            :meth:`to_state`'s arrays.
+
+        Returns
+        -------
+        FeatureMap
+            The map.
+
+        Raises
+        ------
+        ConfigError
+            An unknown kind, bad parameters, or arrays missing or of the wrong shape.
+        """
         kind = require(config, "kind", str, "map")
         klass = MAPS.get(kind)
         kwargs = {k: v for k, v in config.items() if k not in ("kind", "n_inputs", "fitted")}
@@ -210,6 +380,13 @@ class FeatureMap:
     __hash__ = None  # type: ignore[assignment]
 
     def describe(self) -> str:
+        """The map in words (its kind, and options that change it).
+
+        Returns
+        -------
+        str
+            The description.
+        """
         return self.kind
 
 

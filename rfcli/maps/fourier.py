@@ -142,7 +142,18 @@ class FourierMap(FeatureMap):
         return self
 
     def transform_phase(self, X):
-        """The phases ``t = x'W + tau``, float32 (the encoder's codes come from them)."""
+        """The phases ``t = x'W + tau`` (the encoder's codes come from them).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Preprocessed rows.
+
+        Returns
+        -------
+        ndarray of shape (n, m), float32
+            The phases.
+        """
         self._check_fitted()
         Z = np.asarray(X, dtype=np.float32) @ self.W_
         Z += self.tau_
@@ -151,8 +162,18 @@ class FourierMap(FeatureMap):
     def phase_bound(self, X) -> float:
         """An upper bound on ``|t|`` over the phases of the rows X: ``max ||x|| max_j ||W_j||
         + max tau`` (Cauchy-Schwarz), with d 2^-22 + 1e-3 of it to spare for the float32
-        GEMM's rounding (at most about d 2^-24 of ``sum |x_k W_kj| <= ||x|| ||W_j||``);
-        NaN or inf when X holds such values."""
+        GEMM's rounding (at most about d 2^-24 of ``sum |x_k W_kj| <= ||x|| ||W_j||``).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Preprocessed rows.
+
+        Returns
+        -------
+        float
+            The bound (NaN or inf when X holds such values).
+        """
         X = np.asarray(X, dtype=np.float32)
         key = (id(self.W_), self.W_.__array_interface__["data"][0], self.W_.shape)
         if getattr(self, "_col_norm", (None,))[0] != key:  # (fit() drops it too)
