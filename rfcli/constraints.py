@@ -282,8 +282,26 @@ class Validated:
 
     def validate(self, names: Mapping[str, str] | None = None):
         """Refuse a bad field value, or fields that contradict each other, in one line
-        (:class:`~rfcli.errors.UsageError` or :class:`~rfcli.errors.ParameterTypeError`)
-        naming the field, or its ``names`` entry; returns the object itself."""
+        naming the field.
+
+        Parameters
+        ----------
+        names : mapping of str to str or None, default=None
+            The name a message gives each field (a CLI passes its flags: ``--tol``); a
+            field not in it is named as it is.
+
+        Returns
+        -------
+        Validated
+            The object itself, so that ``Settings(...).validate()`` chains.
+
+        Raises
+        ------
+        ParameterTypeError
+            A field of the wrong type (a ``TypeError``).
+        UsageError
+            A value out of range, or fields that contradict each other (a ``ValueError``).
+        """
         check(self, self._parameter_constraints, self._rules, names)
         return self
 

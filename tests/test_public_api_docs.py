@@ -12,9 +12,9 @@ public methods of the scikit-learn estimators.
 An override without a docstring of its own is documented by the method it overrides
 (``inspect.getdoc`` finds it, as Sphinx does).
 
-Names defined in modules other people own right now are listed in :data:`KNOWN_GAPS`, with
-what they lack; the test checks that each gap is still there (a filled one must leave the
-list)."""
+Names defined in modules other people were changing when a check was added are listed in
+:data:`KNOWN_GAPS`, with the sections they lacked then: those may still be missing (take a
+name off the list once its sections are there)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ import rfcli
 sklearn_api = pytest.importorskip("rfcli.sklearn")
 
 #: name -> the sections it still lacks (none now)
-KNOWN_GAPS: dict[str, set[str]] = {}
+KNOWN_GAPS: dict[str, set[str]] = {
+    "rfcli.DaskSettings.worker_path": {"Parameters", "Returns"},  # rfcli/engines/dask.py
+}
 
 
 def _section(doc: str, name: str) -> str | None:
@@ -146,10 +148,8 @@ def _api():
     return out
 
 
-#: exported classes (beyond the estimators) whose public methods are checked too
-METHODS_OF = {"rfcli.TrainResult", "rfcli.Encoder", "rfcli.FeatureStore", "rfcli.Quantizer",
-              "rfcli.Preprocessor", "rfcli.StoreWriter", "rfcli.FeatureMap", "rfcli.FourierMap",
-              "rfcli.ArcCosineMap"}  # fmt: skip
+#: exported classes whose public methods are checked too (the estimators' always are)
+METHODS_OF = {f"rfcli.{n}" for n in rfcli._EXPORTS}
 
 
 def _gaps(obj) -> set[str]:
@@ -164,7 +164,7 @@ API = _api()
 @pytest.mark.parametrize("name, obj", API, ids=[n for n, _ in API])
 def test_the_public_api_has_numpydoc_sections(name, obj):
     assert (inspect.getdoc(obj) or "").strip(), f"{name} has no docstring"
-    assert _gaps(obj) == KNOWN_GAPS.get(name, set()), name
+    assert _gaps(obj) <= KNOWN_GAPS.get(name, set()), name
 
 
 def test_the_walk_covers_the_api():
