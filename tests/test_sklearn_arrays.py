@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rfcli.encoder_fit import EncodeSettings
+from rfcli.encoder_fit import EncodeSettings, fit_encoder_on
 from rfcli.engines.local import LocalEngine
 from rfcli.errors import InputError, ParameterTypeError
 from rfcli.io.arrays import ArraySource, is_array_input
@@ -106,7 +106,7 @@ def test_encoder_and_passes_equal_the_files(table, parquet):
     encs = []
     for src in (ArraySource(table), open_source(parquet)):
         sel = select_columns(src, label="label")
-        encs.append(LocalEngine(threads=1).fit_encoder(src, sel, settings, read))
+        encs.append(fit_encoder_on(LocalEngine(threads=1), src, sel, settings, read))
     assert encs[0].fingerprint() == encs[1].fingerprint()
     a = RawData(ArraySource(table), select_columns(ArraySource(table), encs[0].columns, "label"),
                 encs[0], chunk_rows=800)  # fmt: skip
