@@ -44,7 +44,7 @@ def test_lm_one_bit_closed_form():
     assert arcsine_distortion(q.borders, q.levels) == pytest.approx(0.5 - 4 / np.pi**2, rel=1e-10)
 
 
-@pytest.mark.parametrize("b", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("b", [1, 2, 3, 4, 5, 8])  # 5 and 8: Newton's method (laws.py)
 def test_lm_lloyd_conditions_by_quadrature(b):
     q = make_quantizer("lm", b)
     for (a, c), mu in zip(cells(q), q.levels, strict=True):
@@ -55,6 +55,29 @@ def test_lm_lloyd_conditions_by_quadrature(b):
     np.testing.assert_allclose(q.levels, -q.levels[::-1], atol=1e-12)  # symmetric
     d1 = quad_distortion(q)
     assert arcsine_distortion(q.borders, q.levels) == pytest.approx(d1, rel=1e-6)
+
+
+def test_many_cells_meet_the_high_resolution_distortion():
+    """At 256 cells the Lloyd-Max distortion approaches the high-resolution value
+    ``(int p^(1/3))^3 / (12 N^2)`` (Panter & Dite, Proc. IRE 1951), within the O(1/N)
+    relative correction: from above for the arcsine law, to 2% for the ReLU-normal law's
+    continuous part (its atom sits inside the first cell, where z = 0 is met exactly)."""
+    from scipy.stats import norm
+
+    from rfcli.quantize.laws import ArcsineLaw, ReluNormalLaw, lloyd_max
+
+    n = 256
+    _, _, d = lloyd_max(ArcsineLaw(), n)
+    hr = quad(lambda z: (np.pi * np.sqrt(1 - z * z)) ** (-1 / 3), -1, 1)[0] ** 3 / (12 * n**2)
+    assert hr < d < hr * 1.02
+    borders, levels, d = lloyd_max(ReluNormalLaw(), n)
+    assert levels[0] == pytest.approx(0.0, abs=1e-4)  # the atom's cell
+    hr = quad(lambda z: norm.pdf(z) ** (1 / 3), 0, 40)[0] ** 3 / (12 * n**2)
+    assert d == pytest.approx(hr, rel=0.02)
+    # centroids of the normal density between the borders (the conditions, by quadrature)
+    for a, c, mu in zip(borders[:-1], borders[1:], levels[1:-1], strict=True):
+        mass = quad(norm.pdf, a, c)[0]
+        assert mu == pytest.approx(quad(lambda z: z * norm.pdf(z), a, c)[0] / mass, abs=1e-9)
 
 
 @pytest.mark.parametrize("b", [2, 3])
@@ -70,7 +93,7 @@ def test_lm_is_a_local_minimum_and_beats_uniform(b):
         assert quad_distortion(moved) > best
 
 
-@pytest.mark.parametrize("b", [1, 2, 3, 4])
+@pytest.mark.parametrize("b", [1, 2, 3, 4, 8])
 def test_lm2_conditions_by_quadrature(b):
     q = make_quantizer("lm2", b)
     assert q.borders[len(q.borders) // 2] == 0.0
