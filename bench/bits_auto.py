@@ -27,8 +27,8 @@ DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
 def fit_seconds(path: str, label: str, bits, row_bytes: int, out: str):
     import rfcli
-    from rfcli.encoder_fit import EncodeSettings
     from rfcli.io.settings import ReadSettings
+    from rfcli.jobs.encode import EncodeSettings
 
     s = EncodeSettings(gamma="search", standardize=True, bits=bits, row_bytes=row_bytes)
     res = rfcli.encode(path, out, s, ReadSettings(label=label), overwrite=True)

@@ -32,7 +32,7 @@ _EXPORTS = {
     # jobs and their settings and results
     "encode": "rfcli.jobs.encode",
     "EncodeResult": "rfcli.jobs.encode",
-    "EncodeSettings": "rfcli.encoder_fit",
+    "EncodeSettings": "rfcli.jobs.encode",
     "fit_encoder": "rfcli.jobs.encode",
     "ReadSettings": "rfcli.io.readers",
     "decode": "rfcli.jobs.decode",

@@ -12,182 +12,47 @@ the arithmetic of one sequential pass, so the local engine (one loop) and the Da
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from rfcli.constraints import Boolean, Dict, Interval, Null, Options, Rule, Validated
 from rfcli.encoder import Encoder, check_quantizer_fits_map, map_fingerprint
 from rfcli.errors import ConfigError, InputError, UsageError
-from rfcli.learn.bits_choice import BIT_CANDIDATES
 from rfcli.maps import ColumnStats, FeatureMap, Preprocessor, RowReducer, make_map
-from rfcli.names import BANDWIDTH_KERNELS, KERNELS, QUANTIZER_KINDS
 from rfcli.quantize import Quantizer, make_quantizer
 from rfcli.quantize.base import check_bits
 from rfcli.random import keyed_uniform
 from rfcli.threads import one_blas_thread
 
-#: kernels whose map needs a data box (the Gauss-Legendre map: its rule covers the box)
-BOX_KERNELS = ("glf",)
 
-
-def _config_says(config, key, value) -> bool:
-    """Whether a quantizer file leaves ``value`` (given) to agree with its ``key``."""
-    return value is None or config is None or config.get(key) in (None, value)
-
-
-@dataclass
-class EncodeSettings(Validated):
-    """What ``rfcli encode`` asks for (ignored when encoding ``like`` another store);
-    :meth:`validate` checks the fields and their combinations (rfcli.constraints).  The
-    map's own options (``map_options``) are checked by the map, the bits a quantizer kind
-    takes by the quantizer.
-
-    Parameters
-    ----------
-    kernel : str, default="gaussian"
-        The feature map (``rfcli.KERNELS``: gaussian, laplacian, matern*, arccos*, ternary,
-        positive, glf, ntk, ...).
-    n_features : int or None, default=None
-        Features m; None: 1024, or ``8 row_bytes / bits`` with ``row_bytes``.
-    bits : int, "auto" or None, default=None
-        Bits per feature; None: 2 for table quantizers, 1 for sign/binary, 32 for none;
-        "auto": chosen for ``row_bytes`` by validation (docs/learning.md).
-    row_bytes : int or None, default=None
-        A storage budget per row: sets ``n_features`` from the bits.
-    quantizer : str or None, default=None
-        The quantizer kind (lm, lm2, stoc, uniform, sign, empirical, none, ...); None: the
-        map's default.
-    quantizer_config : dict or None, default=None
-        A quantizer file's contents (``rfcli fit-quantizer``, ``--quantizer-file``).
-    quantizer_domain : {"auto", "linear", "log"}, default="auto"
-        The empirical quantizer's value domain (auto: by map and bits).
-    gamma : float, "auto" or "search", default="auto"
-        The bandwidth: a number, the median heuristic ("auto") or validation on a row
-        sample ("search", needs a label).
-    seed : int, default=0
-        Seed of the map's draws, the row sample and stochastic rounding.
-    normalize_rows, standardize : bool, default=False
-        Scale each row to unit norm / z-score each column (statistics of a fitting pass).
-    sample_rows : int, default=1000
-        Rows of the sample for the median heuristic.
-    map_options : dict, default={}
-        The map's own options (e.g. GLF ``lengthscale_bounds``, ``tol``, ``nodes``).
-    store_chunk_rows : int or None, default=None
-        Rows per store chunk (None: about 4 MiB of codes, never more than the rows).
-    """
-
-    kernel: str = "gaussian"
-    n_features: int | None = None  # default: 1024, or 8 row_bytes / bits with row_bytes
-    # default: 2 for table quantizers, 1 for sign/binary, 32 for none; "auto": chosen for
-    # row_bytes by validation (rfcli.learn.bits_choice)
-    bits: int | str | None = None
-    row_bytes: int | None = None  # a storage budget per row: sets n_features from the bits
-    quantizer: str | None = None  # default: the map's
-    quantizer_config: dict[str, Any] | None = None  # from --quantizer-file
-    quantizer_domain: str = "auto"  # empirical quantizer: linear, log, or auto (by map and b)
-    gamma: float | str = "auto"
-    seed: int = 0
-    normalize_rows: bool = False
-    standardize: bool = False
-    sample_rows: int = 1000  # rows for the median heuristic
-    map_options: dict[str, Any] = field(default_factory=dict)  # e.g. GLF bounds, tol, nodes
-    store_chunk_rows: int | None = None  # rows per store chunk (default: ~4 MiB of codes)
-
-    _parameter_constraints = {
-        "kernel": [Options(*KERNELS)],
-        "n_features": [Null(), Interval("int", 1)],
-        "bits": [Null(), Interval("int", 1, 32), Options("auto")],
-        "row_bytes": [Null(), Interval("int", 1)],
-        "quantizer": [Null(), Options(*QUANTIZER_KINDS)],
-        "quantizer_config": [Null(), Dict()],
-        "quantizer_domain": [Options("auto", "linear", "log")],
-        "gamma": [Interval("real", 0, lo_open=True), Options("auto", "search")],
-        "seed": [Interval("int", 0)],
-        "normalize_rows": [Boolean()],
-        "standardize": [Boolean()],
-        "sample_rows": [Interval("int", 2)],
-        "map_options": [Dict()],
-        "store_chunk_rows": [Null(), Interval("int", 1)],
-    }
-    _rules = (
-        Rule(("gamma", "kernel"), lambda g, k: g != "search" or k in BANDWIDTH_KERNELS,
-             lambda n, g, k: f"{n('gamma')}='search' is for the kernels with a bandwidth "
-             f"({', '.join(BANDWIDTH_KERNELS)}), not {k}"),
-        Rule(("normalize_rows", "kernel"), lambda nr, k: not (nr and k in BOX_KERNELS),
-             lambda n, nr, k: f"{n('normalize_rows')} does not fit the {k} map (it needs a "
-             "data box)"),
-        Rule(("bits", "row_bytes"), lambda b, n: b != "auto" or n is not None,
-             lambda n, b, r: f"{n('bits')}='auto' chooses the bits for a storage budget: give "
-             f"{n('row_bytes')}"),
-        Rule(("row_bytes", "kernel"), lambda r, k: r is None or k not in FIXED_FEATURES,
-             lambda n, r, k: f"{n('row_bytes')} sets the number of features, which the {k} "
-             "map takes from its quadrature"),
-        Rule(("bits", "quantizer_config"), lambda b, c: b != "auto" or c is None,
-             lambda n, b, c: f"{n('bits')}='auto' chooses a quantizer's bits: the quantizer "
-             f"file fixes them ({c.get('bits')} bits)"),
-        Rule(("bits", "quantizer", "kernel", "map_options"),
-             lambda b, q, k, mo: b != "auto" or _bits_kind(q, k, mo) in AUTO_BITS_KINDS,
-             lambda n, b, q, k, mo: f"{n('bits')}='auto' chooses among "
-             f"{', '.join(map(str, BIT_CANDIDATES))} bits: the {_bits_kind(q, k, mo)} "
-             f"quantizer{'' if q else ' (the ' + k + ' kernel' + chr(39) + 's)'} has no "
-             "bit width to choose"),
-        Rule(("n_features", "row_bytes", "bits", "quantizer", "kernel", "map_options"),
-             lambda m, r, b, q, k, mo: m is None or r is None
-             or (b != "auto" and m == _budget_features(r, b, q, k, mo)),
-             lambda n, m, r, b, q, k, mo: (
-                 f"{n('n_features')} follows the chosen bits with {n('bits')}='auto' and "
-                 f"{n('row_bytes')}: drop {n('n_features')}" if b == "auto" else
-                 f"{n('n_features')}={m} contradicts {n('row_bytes')}={r}: at "
-                 f"{_budget_bits(b, q, k, mo):g} bits per feature {r} bytes hold "
-                 f"{_budget_features(r, b, q, k, mo)} features (give one of the two)")),
-        Rule(("row_bytes", "bits", "quantizer", "kernel", "map_options"),
-             lambda r, b, q, k, mo: r is None or b == "auto" or _budget_features(r, b, q, k, mo),
-             lambda n, r, b, q, k, mo: f"{n('row_bytes')}={r} holds no feature at "
-             f"{_budget_bits(b, q, k, mo):g} bits per feature"),
-        Rule(("quantizer", "quantizer_config"), lambda q, c: _config_says(c, "kind", q),
-             lambda n, q, c: f"{n('quantizer')} {q} contradicts the quantizer file "
-             f"({c.get('kind')})"),
-        Rule(("bits", "quantizer_config"), lambda b, c: _config_says(c, "bits", b),
-             lambda n, b, c: f"{n('bits')} {b} does not match the quantizer file "
-             f"({c.get('bits')} bits)"),
-    )  # fmt: skip
-
-
-#: maps whose number of features is not a setting (row_bytes cannot set it)
-FIXED_FEATURES = ("glf",)
-#: quantizer kinds with a bit width to choose (bits='auto')
-AUTO_BITS_KINDS = ("lm", "lm2", "stoc", "uniform", "empirical")
-
-
-def _bits_kind(quantizer: str | None, kernel: str, map_options: dict) -> str:
+def bits_kind(quantizer: str | None, kernel: str, map_options: dict) -> str:
     """The quantizer kind an encode uses: the given one, else the map's default."""
     if quantizer is not None:
         return quantizer
     return make_map(kernel, 8, **map_options).default_quantizer
 
 
-def _budget_bits(bits, quantizer, kernel, map_options) -> float:
+def budget_bits(bits, quantizer, kernel, map_options) -> float:
     """Bits per feature of the quantizer the settings describe (fixed ``bits``)."""
     from rfcli.quantize.base import FIXED_BITS
 
-    kind = _bits_kind(quantizer, kernel, map_options)
+    kind = bits_kind(quantizer, kernel, map_options)
     if kind in FIXED_BITS:
         return FIXED_BITS[kind][1]
     return bits if bits is not None else default_bits(kind)
 
 
-def _budget_features(row_bytes, bits, quantizer, kernel, map_options) -> int:
+def budget_features(row_bytes, bits, quantizer, kernel, map_options) -> int:
     from rfcli.learn.bits_choice import features_for
 
-    return features_for(row_bytes, _budget_bits(bits, quantizer, kernel, map_options))
+    return features_for(row_bytes, budget_bits(bits, quantizer, kernel, map_options))
 
 
-def resolved(settings: EncodeSettings) -> EncodeSettings:
-    """``settings`` with the number of features the encode uses: given, 1024, or what
-    ``row_bytes`` hold at the bits (``bits='auto'``: at the smallest candidate, the most
-    features, until the choice; rfcli.learn.bits_choice)."""
+def resolved(settings):
+    """``settings`` (an :class:`rfcli.jobs.encode.EncodeSettings`) with the number of
+    features the encode uses: given, 1024, or what ``row_bytes`` hold at the bits
+    (``bits='auto'``: at the smallest candidate, the most features, until the choice;
+    rfcli.learn.bits_choice)."""
     from dataclasses import replace
 
     s = settings
@@ -200,7 +65,7 @@ def resolved(settings: EncodeSettings) -> EncodeSettings:
     if s.bits == "auto":
         b = candidate_bits(s.row_bytes, lambda b: True)[0]
         return replace(s, n_features=features_for(s.row_bytes, b), bits=b)
-    return replace(s, n_features=_budget_features(s.row_bytes, s.bits, s.quantizer, s.kernel,
+    return replace(s, n_features=budget_features(s.row_bytes, s.bits, s.quantizer, s.kernel,
                                                   s.map_options))  # fmt: skip
 
 
@@ -292,12 +157,13 @@ class Pass1:
 
 
 class EncoderFitter:
-    """Builds an :class:`Encoder` from ``settings`` (an EncodeSettings); the caller makes
+    """Builds an :class:`Encoder` from ``settings`` (an
+    :class:`rfcli.jobs.encode.EncodeSettings`); the caller makes
     the passes it asks for (``needs_pass1``, ``needs_map_pass``).  Constructing one is
     cheap and checks the map/quantizer choice, so callers use it to plan passes before
     the input's columns are known."""
 
-    def __init__(self, settings: EncodeSettings, fmap: FeatureMap | None = None):
+    def __init__(self, settings, fmap: FeatureMap | None = None):
         settings.validate()
         #: bits='auto': (gamma, b) chosen on the sample (rfcli.learn.bits_choice); until
         #: then the settings hold the most features a candidate has
@@ -538,7 +404,7 @@ def fit_pass_part(chunks, start: int, fitter: EncoderFitter, stage: str, d: int,
     return part
 
 
-def fit_encoder_on(engine, source, sel, settings: EncodeSettings, read, fmap=None) -> Encoder:
+def fit_encoder_on(engine, source, sel, settings, read, fmap=None) -> Encoder:
     """The encoder ``settings`` describe (or of the unfitted map ``fmap``), fitted on the
     open ``source``'s selected columns ``sel``: the passes :class:`EncoderFitter` asks for,
     each run by ``engine.chunk_pass`` (:class:`rfcli.engines.base.Engine`) over row ranges

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 import rfcli
 import rfcli.sklearn as rsk
 from rfcli.constraints import Options
-from rfcli.encoder_fit import EncodeSettings
 from rfcli.engines.dask import DaskSettings
 from rfcli.errors import ConvergenceWarning, RfcliError
 from rfcli.io.settings import ReadSettings
+from rfcli.jobs.encode import EncodeSettings
 from rfcli.jobs.train import TrainSettings
 from rfcli.jobs.train_gpr import GPRSettings
 
@@ -224,7 +224,7 @@ def test_every_field_has_constraints(cls):
 def test_kernel_name_lists_match_the_maps():
     """The table's rules read kernel names (no map is built to validate): the kernels with
     a bandwidth and those needing a data box must be what the maps say."""
-    from rfcli.encoder_fit import BOX_KERNELS
+    from rfcli.jobs.encode import BOX_KERNELS
     from rfcli.maps import make_map
     from rfcli.names import BANDWIDTH_KERNELS, KERNELS
 

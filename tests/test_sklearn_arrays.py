@@ -9,12 +9,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rfcli.encoder_fit import EncodeSettings, fit_encoder_on
+from rfcli.encoder_fit import fit_encoder_on
 from rfcli.engines.local import LocalEngine
 from rfcli.errors import InputError, ParameterTypeError
 from rfcli.io.arrays import ArraySource, is_array_input
 from rfcli.io.readers import ReadSettings, iter_chunks, open_source, read_range, select_columns
 from rfcli.io.sources import ParquetSource
+from rfcli.jobs.encode import EncodeSettings
 from rfcli.learn.data import RawData
 from tests.helpers import LETTER
 

@@ -340,7 +340,7 @@ def _check_given(ctx: click.Context, like, o: dict) -> None:
 
 def _check_auto_bits(o: dict) -> None:
     """``-b auto``: a quantizer with a bit width to choose, a budget and a label."""
-    from rfcli.encoder_fit import AUTO_BITS_KINDS
+    from rfcli.jobs.encode import AUTO_BITS_KINDS
     from rfcli.learn.bits_choice import BIT_CANDIDATES
 
     q = o["quantizer"]
@@ -390,7 +390,7 @@ def _check_combinations(input_path, output, resume, engine, o: dict) -> None:
 
 def _encode_settings(o: dict):
     """The EncodeSettings of the options (imported here: ``--help`` loads no NumPy)."""
-    from rfcli.encoder_fit import EncodeSettings
+    from rfcli.jobs.encode import EncodeSettings
 
     map_options = {k: o[k] for k in MAP_FAMILY_OPTIONS}
     if o["kernel"] == "glf":

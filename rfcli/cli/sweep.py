@@ -8,7 +8,6 @@ from rfcli.cli import cli
 from rfcli.cli.checks import check_bandwidth, check_scope
 from rfcli.cli.options import flatten, overwrite_option, threads_option
 from rfcli.cli.types import AutoFloat, CommaList
-from rfcli.encoder_fit import EncodeSettings
 from rfcli.io.settings import ReadSettings
 from rfcli.names import KERNELS
 
@@ -120,6 +119,7 @@ def sweep_cmd(
     check_scope(ctx, ["keep"], workdir is not None, "--workdir (the directory that keeps them)")
     check_scope(ctx, ["overwrite"], bool(output or plot_path), "-o or --plot (an output file)")
     from rfcli.io.writers import check_output_path, output_format
+    from rfcli.jobs.encode import EncodeSettings
     from rfcli.jobs.sweep import check_plot, parse_bits, plot, sweep
     from rfcli.jobs.train import TrainSettings
 

@@ -12,10 +12,9 @@ from dataclasses import replace
 from typing import Any
 
 from rfcli.constraints import settings_check
-from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import UsageError
 from rfcli.io.readers import ReadSettings, open_source, select_columns
-from rfcli.jobs.encode import encode
+from rfcli.jobs.encode import EncodeSettings, encode
 from rfcli.jobs.evaluate import evaluate
 from rfcli.jobs.resources import Resources
 from rfcli.jobs.train import TrainSettings, train

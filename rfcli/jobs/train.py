@@ -16,13 +16,12 @@ from typing import Any
 import numpy as np
 
 from rfcli.constraints import Boolean, Interval, Null, Options, Rule, Validated, settings_check
-from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import UsageError
 from rfcli.io import location
 from rfcli.io.encoded import EncodedInput
 from rfcli.io.readers import ReadSettings, attach_label, open_source
 from rfcli.io.store import FeatureStore
-from rfcli.jobs.encode import fit_on_source, for_engine
+from rfcli.jobs.encode import EncodeSettings, fit_on_source, for_engine
 from rfcli.jobs.passes import PassCount
 from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged

@@ -33,12 +33,13 @@ from rfcli.constraints import (
     settings_check,
 )
 from rfcli.encoder import Encoder
-from rfcli.encoder_fit import EncodeSettings, fit_encoder_on
+from rfcli.encoder_fit import fit_encoder_on
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
 from rfcli.io.readers import ReadSettings, attach_label, open_source, select_columns
 from rfcli.io.settings import check_on_nan
 from rfcli.io.store import FeatureStore
+from rfcli.jobs.encode import EncodeSettings
 from rfcli.jobs.gpr_learn import Fit, fit_rff, learn_fixed
 from rfcli.jobs.gpr_levels import Levels
 from rfcli.jobs.passes import PassCount

@@ -22,10 +22,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rfcli.encoder import Encoder, jsonable
-from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import ConfigError, check_int
 from rfcli.io.arrays import ARRAY_PATH, ArraySource
 from rfcli.io.readers import ReadSettings
+from rfcli.jobs.encode import EncodeSettings
 from rfcli.learn.data import Batch, RawData
 
 #: the in-memory source's label column (never shown: X's columns keep their names)

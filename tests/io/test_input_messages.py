@@ -126,9 +126,8 @@ class _StopAfter:
 
 
 def test_resume_says_what_it_continues_and_names_a_setting_that_differs(tmp_path):
-    from rfcli.encoder_fit import EncodeSettings
     from rfcli.io.store import FeatureStore
-    from rfcli.jobs.encode import ResumeMismatch
+    from rfcli.jobs.encode import EncodeSettings, ResumeMismatch
     from rfcli.jobs.inspect import store_summary
 
     src = _csv(tmp_path / "in.csv", rows=3000)
@@ -158,7 +157,7 @@ def test_resume_says_what_it_continues_and_names_a_setting_that_differs(tmp_path
 
 
 def test_predict_and_evaluate_close_their_input_on_every_path(tmp_path, monkeypatch):
-    from rfcli.encoder_fit import EncodeSettings
+    from rfcli.jobs.encode import EncodeSettings
 
     train = _csv(tmp_path / "train.csv", rows=300)
     store = str(tmp_path / "s.zarr")

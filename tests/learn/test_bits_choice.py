@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import rfcli
-from rfcli.encoder_fit import EncodeSettings
 from rfcli.errors import UsageError
 from rfcli.io.settings import ReadSettings
+from rfcli.jobs.encode import EncodeSettings
 from rfcli.learn import bits_choice as bc
 from rfcli.learn.bandwidth import FOLDS, _score, _targets
 from rfcli.random import keyed_uniform
