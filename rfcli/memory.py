@@ -139,12 +139,9 @@ def steady_malloc() -> None:
     so the arrays each pass allocates and frees again (decoded chunks, the SVM's margins of
     every class and fold) reuse pages.  glibc's default raises its mmap threshold to the
     largest block freed so far; an earlier fixed threshold of 1 MiB kept peak RSS flat but
-    made every such array a fresh mapping, zero-filled by the kernel each pass: on letter
-    (12k rows, m = 1024, C = 10, 189 passes) 1.2M page faults and 4.2 s system time in
-    13.8 s with cached packed codes, against 28k and 0.7 s in 9.9 s now; peak RSS 259 ->
-    281 MiB, and flat over passes (the same after 20 and 1000 iterations; 281 -> 288 MiB
-    without a cache).  Skipped when MALLOC_MMAP_THRESHOLD_ is set or the libc is not
-    glibc."""
+    made every such array a fresh mapping, zero-filled by the kernel each pass (page faults,
+    system time and peak RSS measured: docs/learning.md, "Allocations across passes").
+    Skipped when MALLOC_MMAP_THRESHOLD_ is set or the libc is not glibc."""
     encode_malloc()
 
 
@@ -152,10 +149,9 @@ def encode_malloc() -> None:
     """glibc settings for one long streaming pass (``rfcli encode``): arrays up to 64 MiB
     come from the heap and up to 256 MiB of freed heap stay mapped, so the chunk-sized
     arrays that every chunk allocates and frees again reuse pages instead of being mapped,
-    zero-filled by the kernel and unmapped each time (measured on 200k rows, m = 2048:
-    system time 0.78 -> 0.27 s, page faults 94k -> 28k; peak RSS unchanged, it is bounded
-    by the chunk size).  Skipped when MALLOC_MMAP_THRESHOLD_ is set or the libc is not
-    glibc."""
+    zero-filled by the kernel and unmapped each time (measured: docs/cli.md, "What the
+    encode's implementation choices cost"; peak RSS is bounded by the chunk size).  Skipped
+    when MALLOC_MMAP_THRESHOLD_ is set or the libc is not glibc."""
     import os
     import sys
 

@@ -3,12 +3,11 @@ threads x BLAS threads within them.
 
 An encode runs its chunks on worker threads, each calling BLAS on small blocks; a BLAS
 library left to its default starts one thread per core inside every call, and its idle
-threads spin between calls, so the two fight for the cores (measured on 2 cores: 12.4
-CPU-seconds in 7.6 s wall for a one-thread encode, against 6.3 in 4.6 with one BLAS
-thread).  rfcli therefore computes with one BLAS thread throughout (:func:`one_blas_thread`,
-through threadpoolctl, which knows OpenBLAS, MKL and BLIS; an engine sets it once per job)
-and gets its parallelism from its own threads over fixed row ranges, which also makes its
-sums independent of the thread count."""
+threads spin between calls, so the two fight for the cores (measured: docs/cli.md, "What
+the encode's implementation choices cost").  rfcli therefore computes with one BLAS thread
+throughout (:func:`one_blas_thread`, through threadpoolctl, which knows OpenBLAS, MKL and
+BLIS; an engine sets it once per job) and gets its parallelism from its own threads over
+fixed row ranges, which also makes its sums independent of the thread count."""
 
 from __future__ import annotations
 

@@ -315,9 +315,9 @@ def main() -> None:
 
 
 def _exit(code) -> None:
-    """End the process without the interpreter's teardown of every loaded module (with
-    numpy and pyarrow loaded, 40-55 ms of a command's wall time, measured on an encode):
-    the exit handlers run (atexit, weakref finalizers) and the standard streams are
+    """End the process without the interpreter's teardown of every loaded module (what the
+    teardown costs: docs/cli.md, "What the encode's implementation choices cost"): the
+    exit handlers run (atexit, weakref finalizers) and the standard streams are
     flushed first.  With another thread still alive, or a stream that cannot be flushed
     (a closed pipe), the interpreter exits as usual."""
     import atexit

@@ -50,8 +50,8 @@ class LocalPasses:
     engine's job-wide limit, :func:`rfcli.threads.one_blas_thread`).  So a pass gives the
     same numbers bit for bit for any thread count, cached or not.  Worker threads with one
     BLAS thread each also keep their speed when other processes share the cores, where
-    multi-threaded BLAS calls on chunk-sized products lose most of theirs (measured: 3.4 s
-    against 14.6 s for 35 SVM passes on letter with the two cores shared)."""
+    multi-threaded BLAS calls on chunk-sized products lose most of theirs (measured:
+    docs/learning.md, "The same model on any number of cores")."""
 
     def __init__(self, data, progress: Progress | None = None, threads: int = 1,
                  pool: ThreadPoolExecutor | None = None):  # fmt: skip

@@ -147,8 +147,8 @@ class ParquetSource(Source):
             try:
                 # decoded on the calling thread: the chunk loop overlaps reading with the
                 # workers' encoding, and pyarrow's own thread pool would only add threads
-                # beyond the cores rfcli was given (measured: 0.12 CPU-s against 0.085 for
-                # 200,000 x 64 float32 rows)
+                # beyond the cores rfcli was given (measured: docs/cli.md, "What the
+                # encode's implementation choices cost")
                 it = self._file(f).iter_batches(
                     batch_size=batch_rows, columns=names, use_threads=False
                 )

@@ -13,9 +13,8 @@ faithful learner and widens the grid while the best value sits at its edge:
 * the kernel's own random features at m' = min(n_features, 1024), drawn from the encode's
   seed, quantized by the encode's quantizer and decoded: the values the learners will
   read.  Codes of b bits lose the small variations of slowly varying features, so the
-  best gamma for a store sits higher than for float features: on letter (standardized,
-  m = 4096, 2 bits) float features of m' = 1024 chose gamma_0 (SVM test accuracy 95.38%),
-  the 2-bit values choose 4 gamma_0 (96.39%; docs/defaults-report.md);
+  best gamma for a store sits higher than for float features (letter's numbers:
+  docs/learning.md, "Choosing the bandwidth");
 * ridge regression (one-hot targets, arg-max, for classes) with its penalty chosen on the
   same folds from a grid relative to ``trace(G)/m``, the way the learners choose theirs;
 * 3-fold cross-validation with folds from a keyed hash of the sample position; the
@@ -24,8 +23,8 @@ faithful learner and widens the grid while the best value sits at its edge:
 
 Score: accuracy (classification) or minus the mean squared error (regression), averaged
 over folds.  Cost: the sample's codes, one m x m Gram of the sample and 21 Cholesky
-solves per candidate, independent of the input's size (measured: about 1 s per candidate
-at 12,000-20,000 rows, 8-9 s for the 9 candidates; docs/defaults-report.md).  A sample of
+solves per candidate, independent of the input's size (measured: docs/learning.md,
+"Choosing the bandwidth", Cost).  A sample of
 fewer rows n than features is scored in the n-dimensional dual instead: one n x n kernel
 matrix and one eigendecomposition per fold per candidate (O(n^2 m + n^3)).
 """

@@ -22,16 +22,12 @@ decreasing 0.5 -> 0.05 -> 0.005 (warm-started); the smoothed objective is within
 Why not a truncated Newton method (trust-region Newton-CG on the squared hinge's
 generalized Hessian, as in Keerthi & DeCoste, "A modified finite Newton method for fast
 solution of large scale linear SVMs", JMLR 2005, and Lin, Weng & Keerthi, "Trust region
-Newton method for logistic regression", JMLR 2008)?  Measured with the same Cholesky
-preconditioner, all classes and folds at once and one pass per Hessian-vector product
-(``F @ [W | D]`` per chunk): on letter (m = 1024, 5 folds, C = 0.01 .. 100 warm-started)
-it needed 36 / 79 / 219 / 686 / 5027 passes against L-BFGS's 22 / 41 / 85 / 203 / 480
-(tol 1e-7 both; at C = 100 it had not converged after 100 Newton steps), and on one fit
-of all rows from zero it reached L-BFGS's final objective after 156 passes at C = 1
-(L-BFGS: 99) and 433 at C = 10 (L-BFGS: 207).  Near the optimum only the few rows on or
-inside the margin carry the Hessian, which a Gram-matrix preconditioner does not capture:
-conjugate gradients then need 30-200 steps per Newton step, each a pass, and they restart
-from nothing at every step, while L-BFGS keeps its curvature pairs across passes.
+Newton method for logistic regression", JMLR 2008)?  Near the optimum only the few rows on
+or inside the margin carry the Hessian, which a Gram-matrix preconditioner does not
+capture: conjugate gradients then need many steps per Newton step, each a pass, and they
+restart from nothing at every step, while L-BFGS keeps its curvature pairs across passes.
+It was tried with the same preconditioner and needed several times L-BFGS's passes (the
+counts on letter: docs/learning.md, svm).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Store chunks: the codecs an array gets (zstd only where it pays, always crc32c) and the
 writing of whole chunks straight to their files on a local disk.
 
-Zarr's own write path costs more than the bytes (measured: 0.65-0.85 s for 100 MB of codes
-through zarr, 0.28 s as plain files), and zstd gains nothing on b-bit Lloyd-Max codes,
-whose cells are near equiprobable (compression ratio 1.000, 0.16 s per 100 MB spent).  So:
+Zarr's own write path costs more than the bytes, and zstd gains nothing on b-bit
+Lloyd-Max codes, whose cells are near equiprobable (both measured: docs/store-format.md,
+Codecs).  So:
 
 * :func:`zstd_pays` decides per array from a sample of its first rows whether zstd
   shrinks it by at least :data:`MIN_GAIN`; the choice is recorded in the array's
