@@ -69,8 +69,24 @@ def as_inputs(table: pa.Table) -> dict:
 
 
 # -- encode ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def file_store(tmp_path_factory):
+    """The store of a Parquet file under settings ``es``, encoded once per (file, settings)
+    for the module."""
+    made: dict = {}
+
+    def get(path: str, es) -> str:
+        key = (path, repr(es))
+        if key not in made:
+            made[key] = str(tmp_path_factory.mktemp("file-store") / "file.zarr")
+            rfcli.encode(path, made[key], es, rfcli.ReadSettings(label="label"))
+        return made[key]
+
+    return get
+
+
 @pytest.mark.parametrize("kind", ["DataFrame", "Table", "mapping", "X and y", "ndarray and y"])
-def test_encode_in_memory_equals_the_file_store(rows, tmp_path, kind):
+def test_encode_in_memory_equals_the_file_store(rows, file_store, tmp_path, kind):
     """Encoding the rows in memory writes the store the Parquet file gives, byte for byte
     (codes, norms, label, the fitted encoder's arrays), whatever the chunk size; the
     metadata differ only in the source's name.  The settings use every input-dependent
@@ -84,9 +100,8 @@ def test_encode_in_memory_equals_the_file_store(rows, tmp_path, kind):
     data, y = as_inputs(table)[kind]
     es = rfcli.EncodeSettings(n_features=64, bits=2, quantizer="stoc", standardize=True,
                               gamma="search")  # fmt: skip
-    ref = str(tmp_path / "file.zarr")
+    ref = file_store(path, es)
     got = str(tmp_path / "mem.zarr")
-    rfcli.encode(path, ref, es, rfcli.ReadSettings(label="label"))
     read = rfcli.ReadSettings(label=None if y is not None else "label", chunk_rows=999)
     res = rfcli.encode(data, got, es, read, y=y)
     assert res.n_rows == 10000 and res.path == got

@@ -362,8 +362,10 @@ def test_errors_name_the_parameters():
 
 # -- packaging ---------------------------------------------------------------------------------
 def _python(code: str) -> subprocess.CompletedProcess:
+    # a pytest run inside needs no third-party plugins (hypothesis, xdist: seconds of imports)
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)  # fmt: skip
+                          cwd=ROOT, timeout=120, env=env)  # fmt: skip
 
 
 def test_import_rfcli_does_not_import_sklearn():
