@@ -117,9 +117,9 @@ class PassExtras:
         return out
 
 
-def _glf_pass(data, d: int, k: int, seed: int):
+def _glf_pass(data, d: int, k: int, seed: int, shift: float = 0.0):
     """GP statistics of the GLF features and :class:`PassExtras` (a pass function)."""
-    st = GPStats(data.encoder.n_features - d)
+    st = GPStats(data.encoder.n_features - d, shift)
     ext = PassExtras(d, k, seed)
     for b in data.batches():
         y = np.asarray(b.y, dtype=np.float64)

@@ -36,7 +36,13 @@ from rfcli.encoder import Encoder
 from rfcli.encoder_fit import fit_encoder_on
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
-from rfcli.io.readers import ReadSettings, attach_label, open_source, select_columns
+from rfcli.io.readers import (
+    ReadSettings,
+    attach_label,
+    iter_chunks,
+    open_source,
+    select_columns,
+)
 from rfcli.io.settings import check_on_nan
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.encode import EncodeSettings
@@ -173,9 +179,16 @@ def _feature_rows(n_features: int, chunk_rows: int) -> int:
     return max(256, min(chunk_rows, FEATURE_BLOCK_BYTES // (8 * n_features)))
 
 
-def _gp_pass(data) -> GPStats:
-    """GP sufficient statistics of ``data``'s rows (a pass function: additive)."""
-    st = GPStats(data.encoder.n_features)
+def target_shift(first: float) -> float:
+    """The number GP statistics subtract from the targets (:class:`GPStats`): the first
+    target, 0 when it is not finite."""
+    return first if np.isfinite(first) else 0.0
+
+
+def _gp_pass(data, shift: float = 0.0) -> GPStats:
+    """GP sufficient statistics of ``data``'s rows (a pass function: additive); ``shift``:
+    subtracted from the targets first (:class:`GPStats`)."""
+    st = GPStats(data.encoder.n_features, shift)
     for b in data.batches():
         st.update(b.F, np.asarray(b.y, dtype=np.float64))
     return st
@@ -342,7 +355,10 @@ def _fit_store(path, s: GPRSettings, eng, report, clock):
     if data.label_name is None:
         raise InputError(f"{path}: the store has no label column")
     t = time.perf_counter()
-    st = eng.passes(data).reduce(_gp_pass, title="data pass 1: GP statistics")
+    first = store.labels(0, 1)
+    shift = float(first[0]) if first is not None and len(first) else 0.0
+    st = eng.passes(data).reduce(_gp_pass, target_shift(shift),
+                                 title="data pass 1: GP statistics")  # fmt: skip
     clock["pass"] += time.perf_counter() - t
     fmap = store.encoder.fmap
     kind = "glf" if fmap.kind == "glf" else "rff"
@@ -427,6 +443,8 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
     report.update(lengthscale_bounds=bounds.tolist(), bounds_from=src)
 
     made = PassCount(1)  # data passes: the fitting pass, then these
+    first = next(iter_chunks(source, sel, 1, read.on_nan), None)  # row 0 (or the first kept)
+    shift = target_shift(float(first.label[0]) if first is not None else 0.0)
 
     def stats(enc: Encoder, what: str, fn=_gp_pass, args=()):
         rows = _feature_rows(enc.n_features, read.chunk_rows)
@@ -435,7 +453,7 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         n_pass = made.add()
         threads = pass_threads(enc.n_features, eng.memory or physical_memory(), eng.threads)
         out = eng.passes(data, threads=threads).reduce(
-            fn, *args, title=f"data pass {n_pass}: {what}"
+            fn, *args, shift, title=f"data pass {n_pass}: {what}"
         )
         clock["pass"] += time.perf_counter() - t
         if (out[0] if isinstance(out, tuple) else out).n == 0:

@@ -39,17 +39,22 @@ class GPStats:
     themselves: then :meth:`reduced` factors V by a pivoted QR, O(n^2 m), where forming G and
     factoring it costs O(n m^2) time and m^2 memory (a 10-row set with a 14,000-feature rule:
     a 1.6 GB G for rank 10).  Which form a pass ends in depends only on its row counts, so
-    the result never depends on the threads.  Statistics add (``+``) in row order."""
+    the result never depends on the threads.  Statistics add (``+``) in row order.
 
-    def __init__(self, m: int):
+    ``shift``: a number near the targets (the job takes the first row's) subtracted before
+    summing, so that y'y - n mean^2 keeps its digits for offset targets (a year, a price in
+    cents: the variance would otherwise be a difference of two numbers 1e8 times larger)."""
+
+    def __init__(self, m: int, shift: float = 0.0):
         self.m, self.n = int(m), 0
+        self.shift = float(shift)
         self.blocks: list[tuple[np.ndarray, np.ndarray]] | None = []  # None: folded into G
         self.G = self.c = self.s = None
         self.yty = self.sy = 0.0
 
     def update(self, V: np.ndarray, y: np.ndarray) -> None:
         V = np.array(V, dtype=np.float64)  # a copy: the caller's buffer is reused
-        y = np.array(y, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64) - self.shift
         if self.blocks is not None and self.n + len(y) <= self.m:
             self.blocks.append((V, y))
             self.n += len(y)
@@ -78,7 +83,9 @@ class GPStats:
         self.yty, self.sy = float(y @ y), float(y.sum())
 
     def __add__(self, other: GPStats) -> GPStats:
-        out = GPStats(self.m)
+        if other.shift != self.shift:  # pragma: no cover - one job, one shift
+            raise ValueError("GP statistics with different target shifts")
+        out = GPStats(self.m, self.shift)
         if self.blocks is not None and other.blocks is not None and self.n + other.n <= self.m:
             out.blocks, out.n = self.blocks + other.blocks, self.n + other.n
             return out
@@ -91,7 +98,7 @@ class GPStats:
     def _folded(self) -> GPStats:
         if self.blocks is None:
             return self
-        out = GPStats(self.m)
+        out = GPStats(self.m, self.shift)
         out.blocks, out.n = list(self.blocks), self.n
         out._fold()
         return out
@@ -106,13 +113,13 @@ class GPStats:
             yc = y - mu
             var = float(yc @ yc) / self.n
             sd = float(np.sqrt(var)) if var > 0 else 1.0
-            return mu, sd, V.T @ (yc / sd), float(yc @ yc) / (sd * sd)
-        mu = self.sy / self.n
+            return self.shift + mu, sd, V.T @ (yc / sd), float(yc @ yc) / (sd * sd)
+        mu = self.sy / self.n  # of the shifted targets
         var = self.yty / self.n - mu * mu
         sd = float(np.sqrt(var)) if var > 0 else 1.0
         c = (self.c - mu * self.s) / sd
         yty = (self.yty - self.n * mu * mu) / (sd * sd)
-        return mu, sd, c, yty
+        return self.shift + mu, sd, c, yty
 
     def reduced(self, rel_tol: float = 1e-12) -> Reduced:
         """:class:`Reduced` of the standardized targets: from the rows (pivoted QR of V)
@@ -121,7 +128,7 @@ class GPStats:
         if self.blocks is None:
             return Reduced(self.G, c, yty, self.n, rel_tol)
         V, y = self.rows()
-        return Reduced.from_rows(V, (y - mu) / sd, rel_tol)
+        return Reduced.from_rows(V, (y - (mu - self.shift)) / sd, rel_tol)
 
 
 @dataclass

@@ -165,3 +165,25 @@ def test_a_model_with_the_full_covariance_predicts_as_its_factors():
     Vs, _ = fmap.transform_raw(np.linspace(-0.2, 1.2, 30)[:, None])
     np.testing.assert_allclose(new.std(Vs), old.std(Vs), rtol=1e-9)
     assert np.all(new.std(Vs) > np.sqrt(lam) * 0.999)
+
+
+def test_a_shift_keeps_the_digits_of_offset_targets():
+    """Summed statistics (n > m) of targets near 1e8: with the first target subtracted
+    first, the standardization equals the exact one to float64 rounding; without, y'y -
+    n mean^2 is a difference of numbers near 1e16 * n and the std is off."""
+    rng = np.random.default_rng(5)
+    V = rng.normal(size=(3000, 20))
+    y = 1e8 + V[:, 0] + rng.normal(size=3000)
+    exact_sd = float(np.std(y - 1e8))
+    c_exact = V.T @ ((y - y.mean()) / exact_sd)
+    shifted, plain = GPStats(20, shift=float(y[0])), GPStats(20)
+    for st in (shifted, plain):
+        for a in range(0, 3000, 1000):
+            st.update(V[a : a + 1000], y[a : a + 1000])
+        assert st.blocks is None  # summed: n > m
+    mu, sd, c, yty = shifted.standardized()
+    assert mu == pytest.approx(y.mean(), rel=1e-15)
+    assert sd == pytest.approx(exact_sd, rel=1e-10)
+    np.testing.assert_allclose(c, c_exact, rtol=1e-8, atol=1e-8 * np.abs(c_exact).max())
+    assert yty == pytest.approx(3000.0, rel=1e-10)
+    assert abs(plain.standardized()[1] / exact_sd - 1) > 1e-6
