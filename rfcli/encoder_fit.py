@@ -370,15 +370,23 @@ def fit_empirical(
     n_values: int = EMPIRICAL_SAMPLE,
     domain: str = "linear",
     info: dict[str, Any] | None = None,
+    pool=None,
 ) -> Quantizer:
     """The empirical quantizer of ``fmap``'s raw values on preprocessed ``rows``: a hash
     sample of ``n_values`` (row, feature) values (independent of chunking), then exact
-    Lloyd-Max (:class:`rfcli.quantize.empirical.EmpiricalQuantizer`)."""
+    Lloyd-Max (:class:`rfcli.quantize.empirical.EmpiricalQuantizer`).  The rows are mapped
+    in fixed blocks of :data:`FIT_BLOCK` rows, each with one BLAS thread, on ``pool`` (an
+    executor; None: this thread), joined in row order: the same values, and quantizer, for
+    any threads or engine (``rfcli encode`` and ``rfcli fit-quantizer`` alike)."""
     from rfcli.quantize.empirical import EmpiricalQuantizer
 
-    with one_blas_thread():  # the same quantizer whatever the threads or engine
-        z, _ = fmap.transform_raw(rows)
-    z = np.asarray(z, dtype=np.float64)
+    blocks = [rows[i : i + FIT_BLOCK] for i in range(0, len(rows), FIT_BLOCK)] or [rows]
+    with one_blas_thread():
+        if pool is None or len(blocks) == 1:
+            outs = [fmap.transform_raw(b)[0] for b in blocks]
+        else:
+            outs = [o[0] for o in pool.map(fmap.transform_raw, blocks)]
+    z = np.asarray(np.concatenate(outs), dtype=np.float64)
     if z.size > n_values:
         keys = keyed_uniform(seed, np.arange(z.shape[0]), z.shape[1]).ravel()
         z = z.ravel()[np.argpartition(keys, n_values - 1)[:n_values]]

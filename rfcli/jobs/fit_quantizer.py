@@ -13,11 +13,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
-import numpy as np
-
 from rfcli.constraints import settings_check
 from rfcli.encoder import Encoder, map_fingerprint
-from rfcli.encoder_fit import EMPIRICAL_SAMPLE, FIT_BLOCK, BottomK, fit_empirical
+from rfcli.encoder_fit import EMPIRICAL_SAMPLE, BottomK, fit_empirical
 from rfcli.errors import InputError, UsageError, check_int
 from rfcli.io import location
 from rfcli.io.columns import missing_columns
@@ -25,11 +23,10 @@ from rfcli.io.readers import ReadSettings, iter_chunks, open_source, select_colu
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.resources import Resources
 from rfcli.learn.model_file import load_model
-from rfcli.maps import FeatureMap
 from rfcli.progress import NullProgress, Progress
 from rfcli.quantize import Quantizer
 from rfcli.quantize.base import check_bits
-from rfcli.threads import default_threads, one_blas_thread
+from rfcli.threads import default_threads
 
 
 def load_encoder(path: str) -> Encoder:
@@ -55,38 +52,6 @@ def load_encoder(path: str) -> Encoder:
     if not location.exists(path):
         raise InputError(f"{path}: no such store or model file")
     return load_model(path)[1]
-
-
-class BlockMap:
-    """``fmap`` whose :meth:`transform_raw` maps fixed blocks of ``block`` rows on ``pool``
-    (in the calling thread without one) and joins them in row order: the values of
-    ``fmap.transform_raw`` on the whole array, for any number of threads.
-
-    Parameters
-    ----------
-    fmap : FeatureMap
-        A fitted map.
-    pool : concurrent.futures.ThreadPoolExecutor or None
-        The worker threads (None: the calling thread).
-    block : int, default=FIT_BLOCK
-        Rows per block.
-    """
-
-    def __init__(self, fmap: FeatureMap, pool: ThreadPoolExecutor | None, block: int = FIT_BLOCK):
-        self.fmap, self.pool, self.block = fmap, pool, block
-
-    def transform_raw(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """The map's raw values and row scales of ``X``, block by block (``FeatureMap.
-        transform_raw``)."""
-        blocks = [X[i : i + self.block] for i in range(0, len(X), self.block)] or [X]
-        with one_blas_thread():
-            if self.pool is None or len(blocks) == 1:
-                outs = [self.fmap.transform_raw(b) for b in blocks]
-            else:
-                outs = list(self.pool.map(self.fmap.transform_raw, blocks))
-        z = np.concatenate([o[0] for o in outs])
-        scale = None if outs[0][1] is None else np.concatenate([o[1] for o in outs])
-        return z, scale
 
 
 def fit_quantizer_on_input(
@@ -170,11 +135,12 @@ def fit_quantizer_on_input(
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else nullcontext()
     with pool:
         return fit_empirical(
-            BlockMap(encoder.fmap, pool if n_threads > 1 else None),
+            encoder.fmap,
             encoder.preprocess.transform(sample.rows),
             bits,
             seed,
             n_values=n_values,
             domain=domain,
             info={"map_fingerprint": fp, "map_kind": encoder.fmap.kind},
+            pool=pool if n_threads > 1 else None,
         )
