@@ -30,9 +30,7 @@ import rfcli
 sklearn_api = pytest.importorskip("rfcli.sklearn")
 
 #: name -> the sections it still lacks (none now)
-KNOWN_GAPS: dict[str, set[str]] = {
-    "rfcli.DaskSettings.worker_path": {"Parameters", "Returns"},  # rfcli/engines/dask.py
-}
+KNOWN_GAPS: dict[str, set[str]] = {}
 
 
 def _section(doc: str, name: str) -> str | None:

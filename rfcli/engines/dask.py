@@ -76,10 +76,24 @@ class DaskSettings(Validated):
 
     @property
     def address(self) -> str | None:
+        """The scheduler to connect to: ``scheduler``, else ``DASK_SCHEDULER_ADDRESS``
+        (None: start a local cluster)."""
         return self.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
 
     def worker_path(self, path: str) -> str:
-        """``path`` as workers must see it: absolute on a running (maybe remote) cluster."""
+        """``path`` as workers must see it: absolute on a running (maybe remote) cluster.
+
+        Parameters
+        ----------
+        path : str
+            A local path or a URL (URLs are left as they are).
+
+        Returns
+        -------
+        str
+            The path to send to workers (relative paths kept for a local cluster, which
+            shares this process's directory).
+        """
         return location.absolute(path) if self.address else location.normalize(path)
 
 
