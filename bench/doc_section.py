@@ -8,10 +8,11 @@ import os
 DOC = os.path.join(os.path.dirname(__file__), "..", "docs", "benchmarks.md")
 
 
-def write_section(title: str, body: list[str], before: str = "## Against the targets") -> None:
-    """Replace the section ``title`` (a ``## `` heading) of docs/benchmarks.md with
-    ``body``, or put it before the heading ``before`` (at the end without one)."""
-    with open(DOC) as f:
+def write_section(title: str, body: list[str], before: str | None = "## Against the targets",
+                  doc: str = DOC) -> None:  # fmt: skip
+    """Replace the section ``title`` (a ``## `` heading) of ``doc`` (docs/benchmarks.md)
+    with ``body``, or put it before the heading ``before`` (at the end without one)."""
+    with open(doc) as f:
         lines = f.read().split("\n")
     sec = [title, "", *body, ""]
     if title in lines:
@@ -19,7 +20,7 @@ def write_section(title: str, body: list[str], before: str = "## Against the tar
         j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
         lines[i:j] = sec
     else:
-        i = lines.index(before) if before in lines else len(lines)
+        i = lines.index(before) if before and before in lines else len(lines)
         lines[i:i] = sec
-    with open(DOC, "w") as f:
+    with open(doc, "w") as f:
         f.write("\n".join(lines))

@@ -33,6 +33,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from doc_section import write_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RFCLI = os.path.join(os.path.dirname(sys.executable), "rfcli")
@@ -157,17 +158,7 @@ def doc(results: list[dict]) -> None:
         "the generating value. The kernel error at the optimum is the quadrature's on the",
         "data, far below the learned noise/signal ratio (about 0.005).",
     ]
-    with open(DOC) as f:
-        lines = f.read().split("\n")
-    sec = [TITLE, "", *body, ""]
-    if TITLE in lines:
-        i = lines.index(TITLE)
-        j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
-        lines[i:j] = sec
-    else:
-        lines += ["", *sec]
-    with open(DOC, "w") as f:
-        f.write("\n".join(lines))
+    write_section(TITLE, body, before=None, doc=DOC)  # at the end the first time
 
 
 if __name__ == "__main__":
