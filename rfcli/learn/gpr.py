@@ -53,13 +53,14 @@ class GPStats:
         self.yty = self.sy = 0.0
 
     def update(self, V: np.ndarray, y: np.ndarray) -> None:
-        V = np.array(V, dtype=np.float64)  # a copy: the caller's buffer is reused
         y = np.asarray(y, dtype=np.float64) - self.shift
         if self.blocks is not None and self.n + len(y) <= self.m:
-            self.blocks.append((V, y))
+            # kept: a copy (the caller's buffer is reused); summed rows need none
+            self.blocks.append((np.array(V, dtype=np.float64), y))
             self.n += len(y)
             return
         self._fold()
+        V = np.asarray(V, dtype=np.float64)
         self.G += V.T @ V
         self.c += V.T @ y
         self.s += V.sum(0)
@@ -108,12 +109,8 @@ class GPStats:
         if self.n < 2:
             raise InputError("GP regression needs at least 2 rows")
         if self.blocks is not None:  # centred exactly: offset targets keep their digits
-            V, y = self.rows()
-            mu = float(y.mean())
-            yc = y - mu
-            var = float(yc @ yc) / self.n
-            sd = float(np.sqrt(var)) if var > 0 else 1.0
-            return self.shift + mu, sd, V.T @ (yc / sd), float(yc @ yc) / (sd * sd)
+            V, ys, mu, sd = self._standardized_rows()
+            return mu, sd, V.T @ ys, float(ys @ ys)
         mu = self.sy / self.n  # of the shifted targets
         var = self.yty / self.n - mu * mu
         sd = float(np.sqrt(var)) if var > 0 else 1.0
@@ -124,11 +121,22 @@ class GPStats:
     def reduced(self, rel_tol: float = 1e-12) -> Reduced:
         """:class:`Reduced` of the standardized targets: from the rows (pivoted QR of V)
         while they are kept, else from G (pivoted Cholesky)."""
-        mu, sd, c, yty = self.standardized()
         if self.blocks is None:
+            _, _, c, yty = self.standardized()
             return Reduced(self.G, c, yty, self.n, rel_tol)
+        if self.n < 2:
+            raise InputError("GP regression needs at least 2 rows")
+        V, ys, _, _ = self._standardized_rows()
+        return Reduced.from_rows(V, ys, rel_tol)
+
+    def _standardized_rows(self):
+        """(V, the standardized targets, mean, std) of the rows kept, centred exactly."""
         V, y = self.rows()
-        return Reduced.from_rows(V, (y - (mu - self.shift)) / sd, rel_tol)
+        mu = float(y.mean())
+        yc = y - mu
+        var = float(yc @ yc) / self.n
+        sd = float(np.sqrt(var)) if var > 0 else 1.0
+        return V, yc / sd, self.shift + mu, sd
 
 
 @dataclass
