@@ -10,12 +10,10 @@ the blocks do not depend on the threads)."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
-
 from rfcli.constraints import settings_check
 from rfcli.encoder import Encoder, map_fingerprint
 from rfcli.encoder_fit import EMPIRICAL_SAMPLE, BottomK, fit_empirical
+from rfcli.engines.local import LocalEngine
 from rfcli.errors import InputError, UsageError, check_int
 from rfcli.io import location
 from rfcli.io.columns import missing_columns
@@ -132,8 +130,7 @@ def fit_quantizer_on_input(
     if sample.rows is None or len(sample.rows) == 0:
         raise InputError(f"{source.path}: no rows")
     fp = map_fingerprint(encoder.columns, encoder.preprocess, encoder.fmap)
-    pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else nullcontext()
-    with pool:
+    with LocalEngine(threads=n_threads) as engine:  # its pass threads (none with one)
         return fit_empirical(
             encoder.fmap,
             encoder.preprocess.transform(sample.rows),
@@ -142,5 +139,5 @@ def fit_quantizer_on_input(
             n_values=n_values,
             domain=domain,
             info={"map_fingerprint": fp, "map_kind": encoder.fmap.kind},
-            pool=pool if n_threads > 1 else None,
+            pool=engine.pool,
         )
