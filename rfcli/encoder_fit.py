@@ -163,8 +163,11 @@ class EncoderFitter:
     cheap and checks the map/quantizer choice, so callers use it to plan passes before
     the input's columns are known."""
 
-    def __init__(self, settings, fmap: FeatureMap | None = None):
+    def __init__(self, settings, fmap: FeatureMap | None = None, fits=None):
         settings.validate()
+        #: bits='auto': ``fits(m, task, k, rows)``, None when the default learner trains m
+        #: features in the memory budget, else why not (None: no limit; rfcli.jobs.encode)
+        self.fits = fits
         #: bits='auto': (gamma, b) chosen on the sample (rfcli.learn.bits_choice); until
         #: then the settings hold the most features a candidate has
         self.auto_bits = settings.bits == "auto"
@@ -225,7 +228,7 @@ class EncoderFitter:
         #: the row sample, preprocessed (the preprocessing is fitted now)
         self._sample = self.pre.transform(p1.sample.rows[: self.settings.sample_rows])
         if self.labelled:
-            fmap = self.fmap = self._validated_map(p1.sample, d)
+            fmap = self.fmap = self._validated_map(p1.sample, d, p1.n)
         if fmap.needs_box:
             stats = p1.stats
             corners = self.pre.transform(np.vstack([stats.min, stats.max]))  # affine per column
@@ -233,11 +236,12 @@ class EncoderFitter:
         else:
             fmap.fit(d, self._sample if fmap.needs_sample else None)
 
-    def _validated_map(self, sample: BottomK, d: int) -> FeatureMap:
+    def _validated_map(self, sample: BottomK, d: int, n_rows: int) -> FeatureMap:
         """The map at the gamma chosen by validation on the labelled row sample (see
         :mod:`rfcli.learn.bandwidth`), with the bits and features chosen for the budget
-        (``bits='auto'``, :mod:`rfcli.learn.bits_choice`); the searches are kept in
-        ``search_report`` and ``bits_report``."""
+        (``bits='auto'``, :mod:`rfcli.learn.bits_choice`; only those whose features the
+        default learner trains on the input's ``n_rows`` rows in memory, ``fits``); the
+        searches are kept in ``search_report`` and ``bits_report``."""
         from dataclasses import replace
 
         from rfcli.learn.bandwidth import SEARCH_FEATURES, search_gamma
@@ -281,8 +285,11 @@ class EncoderFitter:
             self.search_report = res.to_dict()
             gamma = res.gamma
         if self.auto_bits:
+            fits = self.fits
             choice = choose_bits(features, labels, gamma, s.row_bytes, bits, s.seed,
-                                 widen=self.search)  # fmt: skip
+                                 widen=self.search,
+                                 fits=None if fits is None else
+                                 (lambda m, task, k: fits(m, task, k, n_rows)))  # fmt: skip
             self.bits_report = choice.to_dict()
             self.settings = s = replace(s, bits=choice.bits, n_features=choice.features)
             if self.search:
@@ -394,13 +401,31 @@ def fit_empirical(
     return EmpiricalQuantizer.fit(z, bits, domain=domain, info=meta)
 
 
+class PreprocessFitter:
+    """Pass 1 alone, for a job that chooses its map from the data first (GP regression):
+    the preprocessing ``settings`` describe and the preprocessed hash row sample of
+    ``settings.sample_rows`` rows -- the pass :class:`EncoderFitter` makes for a map that
+    needs a sample, the same rows."""
+
+    def __init__(self, settings):
+        settings.validate()
+        self.settings = settings
+        self.pre = Preprocessor(
+            standardize=settings.standardize, normalize_rows=settings.normalize_rows
+        )
+
+    def new_pass1(self, d: int, record: bool = False) -> Pass1:
+        return Pass1(d, self.settings.sample_rows, self.settings.seed, record=record)
+
+
 # -- the fitting passes, for any engine -----------------------------------------------------
-def fit_pass_part(chunks, start: int, fitter: EncoderFitter, stage: str, d: int, record: bool):
+def fit_pass_part(chunks, start: int, fitter, stage: str, d: int, record: bool):
     """One fitting pass over ``chunks``, the rows of a range that starts at row ``start``
     (on a :data:`FIT_BLOCK` boundary): a :class:`Pass1` (``stage="pass1"``; ``record``: its
     blocks kept for merging) or the map pass's :class:`RowReducer` (``"map"``).  Parts of
     consecutive ranges merge in row order into exactly what one pass over every row
-    computes, so the encoder is the same whichever engine made the parts, and however many."""
+    computes, so the encoder is the same whichever engine made the parts, and however many.
+    ``fitter``: an :class:`EncoderFitter` (a :class:`PreprocessFitter` for pass 1 alone)."""
     if stage == "pass1":
         part = fitter.new_pass1(d, record=record)
         for ch in chunks:
@@ -412,12 +437,12 @@ def fit_pass_part(chunks, start: int, fitter: EncoderFitter, stage: str, d: int,
     return part
 
 
-def fit_encoder_on(engine, source, sel, settings, read, fmap=None) -> Encoder:
+def fit_encoder_on(engine, source, sel, settings, read, fmap=None, fits=None) -> Encoder:
     """The encoder ``settings`` describe (or of the unfitted map ``fmap``), fitted on the
     open ``source``'s selected columns ``sel``: the passes :class:`EncoderFitter` asks for,
     each run by ``engine.chunk_pass`` (:class:`rfcli.engines.base.Engine`) over row ranges
-    of the input and merged here in row order."""
-    fitter = EncoderFitter(settings, fmap)
+    of the input and merged here in row order.  ``fits``: see :class:`EncoderFitter`."""
+    fitter = EncoderFitter(settings, fmap, fits)
     d, path = len(sel.features), source.path
     total = fitter.n_passes + 1
     record = not engine.whole_pass  # one part needs no block record (d floats per block)
@@ -432,3 +457,20 @@ def fit_encoder_on(engine, source, sel, settings, read, fmap=None) -> Encoder:
                                   title=f"fitting (pass {fitter.n_passes}/{total})")  # fmt: skip
         fitter.finish_map_pass(RowReducer.merge_ordered(parts), path)
     return fitter.encoder(sel.features)
+
+
+def fit_preprocessing_on(engine, source, sel, settings, read, title: str = "fitting"):
+    """(preprocessing, preprocessed row sample) of ``settings`` (an EncodeSettings: its
+    standardize, normalize_rows, seed and sample_rows) fitted on the open ``source``'s
+    columns ``sel`` by one pass (``engine.chunk_pass``, parts merged in row order as in
+    :func:`fit_encoder_on`): what a job that chooses its map from the data needs first."""
+    fitter = PreprocessFitter(settings)
+    d = len(sel.features)
+    record = not engine.whole_pass
+    parts = engine.chunk_pass(source, sel, read, fit_pass_part, (fitter, "pass1", d, record),
+                              title=title)  # fmt: skip
+    p1 = Pass1.merge_ordered(parts) if record else parts[0]
+    if p1.n == 0:
+        raise InputError(f"{source.path}: no rows")
+    fitter.pre.fit_stats(p1.stats)
+    return fitter.pre, fitter.pre.transform(p1.sample.rows[: settings.sample_rows])

@@ -482,8 +482,13 @@ def _bits_report(ui, bc: dict) -> None:
     for c in bc["candidates"]:
         mark = "  <- chosen" if c["bits"] == bc["bits"] else ""
         g = f" gamma {c['gamma']:<10.4g}" if c["gamma"] is not None else ""
+        se = f" (SE {c['se']:.2g}, of the difference {c['diff_se']:.2g})" if "se" in c else ""
         ui.info(f"  b {c['bits']}  m {c['features']:<6d}{g} validation {what} "
-                f"{c['score']:.4g}{mark}")  # fmt: skip
+                f"{c['score']:.4g}{se}{mark}")  # fmt: skip
+    if "se" in bc["candidates"][0]:
+        ui.info("  chosen: the most features that no larger b beats by more than the paired SE")
+    for c in bc.get("left_out", []):
+        ui.info(f"  b {c['bits']}  m {c['features']:<6d} left out: {c['reason']}")
 
 
 def _bits(b: float) -> str:

@@ -116,7 +116,8 @@ def _search_text(gs: dict) -> str:
 
 def _bits_choice_text(bc: dict) -> str:
     """``2 bits, m 4,096 for 1,024 bytes per row (validation accuracy 0.9612); b 1 m 8,192
-    0.9598, b 2 ...; 12,000 rows, scored at 512 and 256 features`` (all: --json)."""
+    0.9598 (SE 0.0018), b 2 ...; left out (memory): ...; 12,000 rows, scored at 512 and 256
+    features`` (all: --json)."""
     from rfcli.cli.render import number
 
     metric = bc.get("metric", "score")
@@ -129,7 +130,13 @@ def _bits_choice_text(bc: dict) -> str:
     if cands:
         out += "; " + ", ".join(
             f"b {number(c.get('bits'))} m {number(c.get('features'))} {number(c.get('score'))}"
+            + (f" (SE {number(c['se'], 2)})" if "se" in c else "")
             for c in cands
+        )
+    left = bc.get("left_out") or []
+    if left:
+        out += "; left out (memory): " + ", ".join(
+            f"b {number(c.get('bits'))} m {number(c.get('features'))}" for c in left
         )
     if "sample_rows" in bc:
         sf = bc.get("search_features")

@@ -364,7 +364,8 @@ def encode(
             elif writer is not None:  # resumed: the partial store's encoder
                 encoder, sel = writer.encoder, selection(source, settings, read)
             else:
-                encoder, sel = fit_on_source(eng, source, settings, read, planner.fmap)
+                encoder, sel = fit_on_source(eng, source, settings, read, planner.fmap,
+                                             memory=memory)  # fmt: skip
             t_fit = time.perf_counter() - t0
             if writer is None:
                 writer = new_writer(output, encoder, sel, source.path, overwrite, key, settings,
@@ -533,7 +534,7 @@ def fit_encoder(
             if memory is not None:
                 read = _budget_chunks(read, source, EncoderFitter(settings), None, memory,
                                       eng.threads)  # fmt: skip
-            return fit_on_source(eng, source, settings, read)[0]
+            return fit_on_source(eng, source, settings, read, memory=memory)[0]
         finally:
             source.close()
 
@@ -569,13 +570,49 @@ def selection(source: Source, settings: EncodeSettings, read: ReadSettings) -> S
 
 
 def fit_on_source(
-    eng, source: Source, settings: EncodeSettings, read: ReadSettings, fmap=None
+    eng,
+    source: Source,
+    settings: EncodeSettings,
+    read: ReadSettings,
+    fmap=None,
+    memory: int | None = None,
 ) -> tuple[Encoder, Selection]:
     """The encoder ``settings`` describe (or of the unfitted map ``fmap``) fitted by the
     engine ``eng`` on an open source, and the source's selected columns: the fitting step
-    of :func:`encode`, of :func:`fit_encoder` and of training on raw input."""
+    of :func:`encode`, of :func:`fit_encoder` and of training on raw input.  ``bits='auto'``
+    offers only the bits whose features the default ``train`` fits in ``memory`` (None:
+    the machine's physical memory; :func:`default_train_fits`)."""
     sel = selection(source, settings, read)
-    return fit_encoder_on(eng, source, sel, settings, read, fmap=fmap), sel
+    fits = default_train_fits(memory, settings.store_chunk_rows)
+    return fit_encoder_on(eng, source, sel, settings, read, fmap=fmap, fits=fits), sel
+
+
+def default_train_fits(memory: int | None, store_chunk_rows: int | None):
+    """``fits(m, task, k, rows)`` for ``bits='auto'``: None when the default ``train`` of
+    the task (the SVM for classes, KRR for a real-valued label; C / alpha by its default
+    cross-validation) fits m features of k outputs on ``rows`` rows in ``memory`` bytes
+    (None: the machine's physical memory, as ``train`` without ``memory``), else why not.
+    The need is ``train``'s own estimate (:func:`rfcli.memory.learner_need`), which refuses
+    the same store."""
+    from rfcli.jobs.train import TrainSettings, train_chunk_rows
+    from rfcli.memory import human, learner_need, physical_memory
+
+    budget = physical_memory() if memory is None else memory
+    folds = TrainSettings().cv_folds
+    where = "the memory budget" if memory is not None else "this machine's memory"
+
+    def fits(m: int, task: str, k: int, rows: int | None) -> str | None:
+        model = "svm" if task == "classification" else "krr"
+        # the default store chunk (None): train reads at most 8192 rows a chunk anyway
+        chunk = train_chunk_rows(store_chunk_rows or 8192, m, budget)
+        need = learner_need(model, m, k, folds, rows=rows, chunk_rows=chunk)
+        if need <= budget:
+            return None
+        return (
+            f"{model.upper()} on m = {m} needs about {human(need)}, over {where}, {human(budget)}"
+        )
+
+    return fits
 
 
 def select_like(

@@ -120,11 +120,19 @@ def scan_report(pts: list[dict], what: str) -> dict:
     return {"on": what, "points": len(pts), "best_lengthscale": [float(v) for v in best["ell"]]}
 
 
-def none_encoder(base: Encoder, fmap: FeatureMap) -> Encoder:
-    return Encoder(base.columns, base.preprocess, fmap, make_quantizer("none", 32))
+@dataclass(frozen=True)
+class GPInputs:
+    """The inputs every GP pass reads: their columns and fitted preprocessing; a pass's
+    encoder adds the map (unquantized features)."""
+
+    columns: list
+    preprocess: Any
+
+    def encoder(self, fmap: FeatureMap) -> Encoder:
+        return Encoder(self.columns, self.preprocess, fmap, make_quantizer("none", 32))
 
 
-def fit_rff(stats, base: Encoder, bounds: np.ndarray, s, report, progress=None):
+def fit_rff(stats, base: GPInputs, bounds: np.ndarray, s, report, progress=None):
     d = len(base.columns)
     lo, hi = float(bounds[:, 0].min()), float(bounds[:, 1].max())
     spectral = constant_spectral(s.n_features)
@@ -134,7 +142,7 @@ def fit_rff(stats, base: Encoder, bounds: np.ndarray, s, report, progress=None):
         passes = extra["passes"]
     else:
         ell = s.lengthscale or float(np.sqrt(lo * hi))
-        enc = none_encoder(base, rff_map(s, ell).fit(d))
+        enc = base.encoder(rff_map(s, ell).fit(d))
         st = stats(enc, "GP statistics")
         passes = 1
     with one_blas_thread():
@@ -143,7 +151,7 @@ def fit_rff(stats, base: Encoder, bounds: np.ndarray, s, report, progress=None):
     return Fit(enc, st, red, spectral, theta, history, "rff", 0, [ell]), passes
 
 
-def _learn_rff_lengthscale(stats, base: Encoder, s, lo: float, hi: float):
+def _learn_rff_lengthscale(stats, base: GPInputs, s, lo: float, hi: float):
     """Bounded 1-D search over log(lengthscale); each evaluation redraws the RFF map at that
     lengthscale (same seed: the draws are rescaled), makes a data pass for the statistics and
     learns s^2 and lambda from them.  Returns the encoder and statistics at the optimum."""
@@ -154,7 +162,7 @@ def _learn_rff_lengthscale(stats, base: Encoder, s, lo: float, hi: float):
     def evaluate(log_ell: float) -> float:
         ell = float(np.exp(log_ell))
         fmap = rff_map(s, ell).fit(len(base.columns))
-        enc = none_encoder(base, fmap)
+        enc = base.encoder(fmap)
         st = stats(enc, f"RFF-GPR statistics (lengthscale {ell:.4g})")
         with one_blas_thread():
             res, _ = fit_hyperparameters(st.reduced(), spectral, bounds, [np.array([1.0, 0.1])])

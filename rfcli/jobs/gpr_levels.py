@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from rfcli.encoder import Encoder
 from rfcli.encoder_fit import BottomK
 from rfcli.errors import UsageError
 from rfcli.jobs.gpr_learn import (
     Fit,
+    GPInputs,
     learn_fixed,
     lml_margin,
-    none_encoder,
     scan_grids,
     scan_report,
     theta_of,
@@ -52,7 +51,6 @@ from rfcli.learn.gpr import (
 )
 from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, scan
 from rfcli.maps import glf_rules
-from rfcli.maps.base import FeatureMap
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import RuleTooLarge
 from rfcli.memory import human, physical_memory
@@ -70,28 +68,6 @@ GROUP_RATIO, MAX_GROUPS = 6.0, 2
 NOISE_SHARE, NOISE_REFINE = 0.3, 0.1
 #: a refinement lowers the tolerance by at most this factor per level
 REFINE_STEP = 30.0
-
-
-class InputsAndFeatures(FeatureMap):
-    """The map of a GLF statistics pass: the preprocessed inputs, then ``fmap``'s features
-    (the pass splits them; the inputs give the exact box and the (x, y) sample)."""
-
-    kind = "inputs+glf"
-    value_law = "any"
-    default_quantizer = "none"
-
-    def __init__(self, fmap: FeatureMap):
-        super().__init__(fmap.n_features + fmap.n_inputs_, fmap.seed)
-        self.fmap = fmap
-        self.n_inputs_ = fmap.n_inputs_
-
-    @property
-    def feature_scale(self) -> float:
-        return 1.0
-
-    def transform_raw(self, X):
-        X = np.asarray(X, dtype=np.float64)
-        return np.hstack([X, self.fmap.transform(X)]), None
 
 
 class PassExtras:
@@ -118,13 +94,14 @@ class PassExtras:
 
 
 def _glf_pass(data, d: int, k: int, seed: int, shift: float = 0.0):
-    """GP statistics of the GLF features and :class:`PassExtras` (a pass function)."""
-    st = GPStats(data.encoder.n_features - d, shift)
+    """GP statistics of the GLF features and :class:`PassExtras` of the preprocessed inputs
+    (a pass function over data read ``with_inputs``)."""
+    st = GPStats(data.encoder.n_features, shift)
     ext = PassExtras(d, k, seed)
     for b in data.batches():
         y = np.asarray(b.y, dtype=np.float64)
-        st.update(b.F[:, d:], y)
-        ext.update(b.row0, b.F[:, :d], y)
+        st.update(b.F, y)
+        ext.update(b.row0, b.X, y)
     return st, ext
 
 
@@ -133,7 +110,7 @@ class Levels:
     optimum (module docstring).  ``stats(encoder, title, fn, args)`` makes one pass."""
 
     def __init__(
-        self, stats, base: Encoder, sample, bounds, s, report, clock, *, progress=None,
+        self, stats, base: GPInputs, sample, bounds, s, report, clock, *, progress=None,
         memory: int | None = None,
     ):  # fmt: skip
         self.stats, self.base, self.s, self.report, self.clock = stats, base, s, report, clock
@@ -188,15 +165,15 @@ class Levels:
 
     def _pass(self, fmap: GaussLegendreMap, what: str):
         k = 0 if self.xy is not None else self.s.sample_rows
-        enc = none_encoder(self.base, InputsAndFeatures(fmap))
-        st, ext = self.stats(enc, what, _glf_pass, (self.d, k, self.s.seed))
+        enc = self.base.encoder(fmap)
+        st, ext = self.stats(enc, what, _glf_pass, (self.d, k, self.s.seed), inputs=True)
         self.passes += 1
         self.width = np.maximum(ext.hi - ext.lo, 1e-12)
         if ext.sample is not None:
             self.xy = ext.sample.rows
         with timed(self.clock, "factor of G"), one_blas_thread():
             red = st.reduced()
-        return none_encoder(self.base, fmap), st, red, glf_spectral(fmap, self.s.ard)
+        return enc, st, red, glf_spectral(fmap, self.s.ard)
 
     def _full(self, ell: np.ndarray) -> np.ndarray:
         """Lengthscale parameters -> one lengthscale per input."""

@@ -27,7 +27,7 @@ from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged
 from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
-from rfcli.learn.ridge import RidgeModel, RidgeStats, alpha_candidates, alpha_floor
+from rfcli.learn.ridge import RidgeModel, alpha_candidates, alpha_floor
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
 from rfcli.learn.targets import Outputs, Targets
 from rfcli.memory import check_fits, learner_need
@@ -268,9 +268,8 @@ def _train_store(store, trained_on, output, settings: TrainSettings, res: Resour
     targets = _read_targets(data, settings, progress)
     k = targets.n_outputs if not svm else (1 if targets.n_outputs == 2 else targets.n_outputs)
     folds = _n_folds(settings)
-    need = learner_need(settings.model, m, k, folds) + 3 * 4 * chunk_rows * m
-    # each fold's (or the one) RidgeStats buffers its float32 rows for one block product
-    need += max(folds if not svm else 1, 1) * RidgeStats.SUB_ROWS32 * (m + k) * 4
+    dual_rows = store.n_rows if not svm or settings.loss == "squared_hinge" else None
+    need = learner_need(settings.model, m, k, folds, rows=dual_rows, chunk_rows=chunk_rows)
     fewer = "a store with fewer features" if "store" in trained_on else "fewer features"
     check_fits(
         f"{settings.model.upper()} with m = {m} features",

@@ -33,7 +33,7 @@ from rfcli.constraints import (
     settings_check,
 )
 from rfcli.encoder import Encoder
-from rfcli.encoder_fit import fit_encoder_on
+from rfcli.encoder_fit import fit_preprocessing_on
 from rfcli.errors import InputError, UsageError
 from rfcli.io import location
 from rfcli.io.readers import (
@@ -46,7 +46,7 @@ from rfcli.io.readers import (
 from rfcli.io.settings import check_on_nan
 from rfcli.io.store import FeatureStore
 from rfcli.jobs.encode import EncodeSettings
-from rfcli.jobs.gpr_learn import Fit, fit_rff, learn_fixed
+from rfcli.jobs.gpr_learn import Fit, GPInputs, fit_rff, learn_fixed
 from rfcli.jobs.gpr_levels import Levels
 from rfcli.jobs.passes import PassCount
 from rfcli.jobs.resources import Resources
@@ -65,7 +65,6 @@ from rfcli.learn.gpr_search import (
     data_bounds,
 )
 from rfcli.learn.targets import Targets
-from rfcli.maps.base import FeatureMap
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import GLF_KERNELS
 from rfcli.memory import physical_memory
@@ -192,24 +191,6 @@ def _gp_pass(data, shift: float = 0.0) -> GPStats:
     for b in data.batches():
         st.update(b.F, np.asarray(b.y, dtype=np.float64))
     return st
-
-
-class RowSample(FeatureMap):
-    """Stand-in map of the fitting pass: it only keeps the preprocessed row sample that pass
-    draws (the rows with the smallest hash of (seed, row index)) in ``sample_``."""
-
-    kind = "row-sample"
-    value_law = "any"
-    default_quantizer = "none"
-
-    @property
-    def needs_sample(self) -> bool:
-        return True
-
-    def fit(self, n_inputs: int, sample=None):
-        self.sample_ = None if sample is None else np.asarray(sample, dtype=np.float64)
-        self.n_inputs_ = int(n_inputs)
-        return self
 
 
 def train_gpr(
@@ -430,11 +411,9 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         sample_rows=s.sample_rows,
     )
     t = time.perf_counter()
-    base = fit_encoder_on(eng, source, sel, es, read, fmap=RowSample(0, s.seed))
+    pre, sample = fit_preprocessing_on(eng, source, sel, es, read, title="fitting (pass 1/2)")
     clock["pass"] += time.perf_counter() - t
-    sample = base.fmap.sample_
-    if sample is None or len(sample) == 0:
-        raise InputError(f"{path}: no rows")
+    base = GPInputs(sel.features, pre)
     if s.lengthscale_bounds is not None:
         bounds, src = _settings_bounds(s, d) if s.features == "glf" else _iso(s), "settings"
     else:
@@ -446,9 +425,12 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
     first = next(iter_chunks(source, sel, 1, read.on_nan), None)  # row 0 (or the first kept)
     shift = target_shift(float(first.label[0]) if first is not None else 0.0)
 
-    def stats(enc: Encoder, what: str, fn=_gp_pass, args=()):
-        rows = _feature_rows(enc.n_features, read.chunk_rows)
-        data = RawData(source, sel, enc, raw_features=True, chunk_rows=rows, on_nan=read.on_nan)
+    def stats(enc: Encoder, what: str, fn=_gp_pass, args=(), inputs: bool = False):
+        """One pass of ``fn`` over the raw rows through ``enc`` (``inputs``: batches carry
+        the preprocessed inputs too)."""
+        rows = _feature_rows(enc.n_features + (d if inputs else 0), read.chunk_rows)
+        data = RawData(source, sel, enc, raw_features=True, chunk_rows=rows, on_nan=read.on_nan,
+                       with_inputs=inputs)  # fmt: skip
         t = time.perf_counter()
         n_pass = made.add()
         threads = pass_threads(enc.n_features, eng.memory or physical_memory(), eng.threads)

@@ -95,16 +95,26 @@ def _targets(y: np.ndarray) -> tuple[np.ndarray, str, np.ndarray]:
     return Y, "classification", idx
 
 
+def row_losses(S: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray) -> np.ndarray:
+    """Each held-out row's loss under the predictions S: its squared error (regression) or
+    0/1 error (classification, the arg-max); the score is minus the mean, or one minus it."""
+    if task == "regression":
+        return (S[:, 0] - Y[:, 0]) ** 2
+    return (S.argmax(axis=1) != truth).astype(np.float64)
+
+
 def _score(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, folds: np.ndarray,
-           dual: bool | None = None):  # fmt: skip
+           dual: bool | None = None, losses: bool = False):  # fmt: skip
     """Mean over folds of the best validation score over the alpha grid (higher is better:
-    accuracy, or minus the MSE).  ``dual`` (default: fewer sample rows than features):
-    by :func:`_score_dual`."""
+    accuracy, or minus the MSE), and that alpha.  ``dual`` (default: fewer sample rows
+    than features): by :func:`_score_dual`.  ``losses``: also every row's held-out loss
+    at that alpha (:func:`row_losses`)."""
     import scipy.linalg as sla
 
     n, m = F.shape
     if dual if dual is not None else n < m:
-        return _score_dual(F, Y, task, truth, folds)
+        return _score_dual(F, Y, task, truth, folds, losses)
+    per_row = np.zeros((len(ALPHAS), n))
     Fa = np.column_stack([F, np.ones(len(F))]).astype(np.float32)  # an unpenalized intercept
     parts = []
     for f in range(FOLDS):  # float32 products (their rounding is far below the score's noise)
@@ -134,11 +144,16 @@ def _score(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, folds: np
                 best[j] += -float(np.mean((S[:, 0] - Y[val, 0]) ** 2))
             else:
                 best[j] += float(np.mean(S.argmax(axis=1) == truth[val]))
+            if losses:
+                per_row[j, val] = row_losses(S, Y[val], task, truth[val])
     j = int(np.argmax(best))
+    if losses:
+        return best[j] / FOLDS, float(ALPHAS[j]), per_row[j]
     return best[j] / FOLDS, float(ALPHAS[j])
 
 
-def _score_dual(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, folds: np.ndarray):
+def _score_dual(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, folds: np.ndarray,
+                losses: bool = False):  # fmt: skip
     """:func:`_score` in the n-dimensional dual (n rows < m features; rfcli.learn.dual):
     per fold one eigendecomposition of the training rows' centred kernel matrix gives the
     held-out predictions of every alpha (the intercept unpenalized, where the primal
@@ -152,6 +167,7 @@ def _score_dual(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, fold
     K = F @ F.T
     scale = max(float(np.trace(K)) / m, 1e-12)  # the primal's trace(F'F) / m
     best = np.zeros(len(ALPHAS))
+    per_row = np.zeros((len(ALPHAS), len(F)))
     for f in range(FOLDS):
         T, V = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
         KTT, KVT = _centre_on(K, T, V)
@@ -165,7 +181,11 @@ def _score_dual(F: np.ndarray, Y: np.ndarray, task: str, truth: np.ndarray, fold
                 best[j] += -float(np.mean((S[:, 0] - Y[V, 0]) ** 2))
             else:
                 best[j] += float(np.mean(S.argmax(axis=1) == truth[V]))
+            if losses:
+                per_row[j, V] = row_losses(S, Y[V], task, truth[V])
     j = int(np.argmax(best))
+    if losses:
+        return best[j] / FOLDS, float(ALPHAS[j]), per_row[j]
     return best[j] / FOLDS, float(ALPHAS[j])
 
 

@@ -51,6 +51,8 @@ class Batch:
     F: np.ndarray  # float32 (n, m) decoded features
     y: np.ndarray | None  # label values as in the input (numbers or class text)
     ids: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the preprocessed inputs (float64, n x d) of raw data read ``with_inputs``, else None
+    X: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.F.shape[0]
@@ -261,15 +263,21 @@ class RawData:
     adapter from raw rows to learner batches, for both engines.
 
     Batches hold the decoded quantized features (what a model trained on a store sees), or
-    with ``raw_features`` the unquantized features (GP regression's statistics).  Rows
+    with ``raw_features`` the unquantized features (GP regression's statistics), and with
+    ``with_inputs`` also the preprocessed inputs they came from (``Batch.X``: the GP's
+    input box and (x, y) sample).  Rows
     ``start .. stop-1`` only when given (a Dask task's slice of a Parquet input, which it
     reopens by path on the worker: see :meth:`slice`)."""
 
     def __init__(self, source, sel, encoder: Encoder, *, normalized: bool = False,
                  raw_features: bool = False, chunk_rows: int = 8192, on_nan: str = "error",
-                 start: int = 0, stop: int | None = None, path: str | None = None):  # fmt: skip
+                 start: int = 0, stop: int | None = None, path: str | None = None,
+                 with_inputs: bool = False):  # fmt: skip
+        if with_inputs and not raw_features:  # pragma: no cover - a caller's mistake
+            raise ValueError("with_inputs needs raw_features")
         self.source, self.sel, self.encoder = source, sel, encoder
         self.normalized, self.raw_features = normalized, raw_features
+        self.with_inputs = with_inputs
         self.chunk_rows, self.on_nan = chunk_rows, on_nan
         self.path = path if path is not None else source.path
         self.label_name = sel.label
@@ -344,6 +352,7 @@ class RawData:
             start=start,
             stop=stop,
             path=path or self.path,
+            with_inputs=self.with_inputs,
         )
 
     def _chunks(self):
@@ -386,6 +395,7 @@ class RawData:
                 start=a,
                 stop=b,
                 path=self.path,
+                with_inputs=self.with_inputs,
             )  # fmt: skip
             for a, b in ranges
         ]
@@ -393,12 +403,16 @@ class RawData:
     def batches(self, with_ids: bool = True) -> Iterator[Batch]:
         enc = self.encoder
         for ch in self._chunks():
-            if self.raw_features:
+            X = None
+            if self.with_inputs:
+                X = np.asarray(enc.preprocess.transform(ch.X), dtype=np.float64)
+                F = enc.fmap.transform(X)
+            elif self.raw_features:
                 F = enc.features(ch.X)
             else:
                 e = enc.encode_chunk(ch.X, ch.row0)
                 F = enc.decode(e.packed, e.norms, e.row_scale, self.normalized)
-            yield Batch(ch.row0, F, ch.label, ch.ids if with_ids else {})
+            yield Batch(ch.row0, F, ch.label, ch.ids if with_ids else {}, X)
 
 
 def open_data(

@@ -40,6 +40,104 @@ def test_extrapolation_follows_one_over_m():
     assert bc.extrapolate(0.8, 0.7, m, 128) == 0.8  # fewer features than measured: as measured
 
 
+def test_extrapolated_loss_falls_at_most_as_one_over_m():
+    # minus an MSE that fell 3.2x from 256 to 512 features (faithfuld, b = 1): the line
+    # through them crosses 0 before m_b; the loss stops at the 1/m rate from 512
+    s1, s2 = -1.87e-6, -6.04e-6
+    assert bc.extrapolate(s1, s2, 512, 16384, perfect=0.0) == pytest.approx(s1 * 512 / 16384)
+    # accuracy: the error rate alike (the line would pass 1)
+    assert bc.extrapolate(0.95, 0.80, 512, 4096) == pytest.approx(1 - 0.05 * 512 / 4096)
+    # a loss that falls slower than 1/m keeps the line
+    assert bc.extrapolate(0.9, 0.85, 512, 1024) == pytest.approx(0.925)
+
+
+def _pair(task, n=600, better=14, worse=10, seed=3):
+    """Per-row held-out losses of two candidates on the same n rows: the second (more
+    bits) better than the first on ``better`` rows and worse on ``worse`` (0/1 errors, or
+    squared errors that differ by one unit on those rows)."""
+    rng = np.random.default_rng(seed)
+    if task == "classification":
+        a = (rng.uniform(size=n) < 0.17).astype(float)
+        wrong, right = np.flatnonzero(a == 1), np.flatnonzero(a == 0)
+        b = a.copy()
+        b[wrong[:better]] = 0.0
+        b[right[:worse]] = 1.0
+        return a, b, 1.0 - a.mean(), 1.0 - b.mean()
+    a = rng.chisquare(1, size=n) * 0.2
+    b = a.copy()
+    b[:better] -= 0.5
+    b[better : better + worse] += 0.5
+    a[:better] += 0.5  # keep the losses positive
+    b[:better] += 0.5
+    return a, b, -a.mean(), -b.mean()
+
+
+def _candidates(task, **kw):
+    a, b, sa, sb = _pair(task, **kw)
+
+    def cand(bits, m, s, losses):
+        return bc.Candidate(bits, m, min(m, 512), [1.0], [0], [s], [s], [s], losses=losses)
+
+    return cand(2, 4096, sa, a), cand(8, 1024, sb, b)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_a_near_tie_goes_to_more_features(task):
+    """b = 8 better by 4 net rows of 600 (14 better, 10 worse: the mammographic case) is
+    within the paired standard error of the difference: b = 2, four times the features."""
+    more_m, more_b = _candidates(task)
+    assert more_b.score > more_m.score
+    gap = more_b.score - more_m.score
+    assert gap < bc.paired_se(more_m.losses, more_b.losses)
+    assert bc.one_se_choice([more_b, more_m]) is more_m
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_a_clear_win_goes_to_more_bits(task):
+    """b = 8 better by 24 net rows of 600 (30 better, 6 worse): beyond the paired SE."""
+    more_m, more_b = _candidates(task, better=30, worse=6)
+    assert more_b.score - more_m.score > bc.paired_se(more_m.losses, more_b.losses)
+    assert bc.one_se_choice([more_m, more_b]) is more_b
+
+
+def test_paired_se_is_the_se_of_the_mean_difference():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=400), rng.normal(size=400)
+    assert bc.paired_se(a, b) == pytest.approx(np.std(a - b, ddof=1) / 20)
+    assert bc.paired_se(a, a) == 0.0  # identical losses: a tie, whatever the scores
+
+
+def test_candidates_the_default_learner_cannot_fit_are_left_out():
+    """The informative b = 1 (most features) is not chosen when its m does not fit: it is
+    left out with the reason, before any scoring."""
+    X, y = _problem()
+    rng = np.random.default_rng(2)
+    onehot = np.eye(3)[y]
+    asked = []
+
+    def features(gamma, b, m):
+        asked.append(b)
+        noise = rng.normal(size=(len(y), m))
+        noise[:, :3] += (3.0 if b == 1 else 1.0) * onehot
+        return noise
+
+    free = bc.choose_bits(features, y, 1.0, 64, [1, 2, 4, 8], seed=0, widen=False)
+    assert free.bits == 1 and free.left_out == []
+
+    def fits(m, task, k):
+        assert (task, k) == ("classification", 3)
+        return None if m <= 256 else f"m = {m} is too many"
+
+    asked.clear()
+    res = bc.choose_bits(features, y, 1.0, 64, [1, 2, 4, 8], seed=0, widen=False, fits=fits)
+    assert res.bits != 1 and 1 not in asked
+    assert res.to_dict()["left_out"] == [
+        {"bits": 1, "features": 512, "reason": "m = 512 is too many"}
+    ]
+    with pytest.raises(UsageError, match="no bit width .* fits in memory"):
+        bc.choose_bits(features, y, 1.0, 64, [1, 2], seed=0, fits=lambda m, t, k: "too big")
+
+
 def test_nested_scores_match_the_search_scores():
     """The full-width score of the shared factor is the bandwidth search's own score; the
     half-width one that of the first m/2 features up to the penalty's scale."""
@@ -49,8 +147,12 @@ def test_nested_scores_match_the_search_scores():
     F = np.sqrt(2 / 64) * np.cos(X @ W + rng.uniform(0, 2 * np.pi, 64))
     Y, task, truth = _targets(y)
     folds = (keyed_uniform(0, np.arange(len(y)), 1)[:, 0] * FOLDS).astype(int)
-    full, half = bc._score_nested(F, Y, task, truth, folds)
+    full, half, losses = bc._score_nested(F, Y, task, truth, folds)
     assert full == pytest.approx(_score(F, Y, task, truth, folds)[0], abs=1.5 / len(y))
+    # the rows' 0/1 losses at the best alpha: the folds' mean accuracy, pooled
+    assert set(np.unique(losses)) <= {0.0, 1.0} and len(losses) == len(y)
+    per_fold = [1 - losses[folds == f].mean() for f in range(FOLDS)]
+    assert np.mean(per_fold) == pytest.approx(full, abs=1e-12)
     assert half == pytest.approx(_score(F[:, :32], Y, task, truth, folds)[0], abs=0.02)
     assert half < full  # 32 features separate these classes worse than 64
 
@@ -98,8 +200,11 @@ def test_encode_keeps_the_budget_and_reports_the_choice(tmp_path):
     assert choice["bits"] == enc.quantizer.bits
     assert enc.n_features == bc.features_for(48, enc.quantizer.bits) == choice["features"]
     assert enc.fmap.gamma_ == pytest.approx(choice["gamma"])
-    best = max(choice["candidates"], key=lambda c: (c["score"], c["bits"]))
-    assert best["bits"] == choice["bits"]
+    # no candidate of more bits beats the chosen one by more than their paired SE
+    won = next(c for c in choice["candidates"] if c["bits"] == choice["bits"])
+    assert won["diff_se"] == 0.0 and won["se"] > 0
+    assert all(c["score"] - won["score"] <= c["diff_se"]
+               for c in choice["candidates"] if c["bits"] > won["bits"])  # fmt: skip
     assert [c["bits"] for c in choice["candidates"]] == [1, 2, 3, 4, 8]
     assert "gamma_search" in enc.fit_report
     from rfcli.io.store import FeatureStore
@@ -113,6 +218,7 @@ def test_encode_keeps_the_budget_and_reports_the_choice(tmp_path):
     text = rows["bits choice"]
     assert text.startswith(f"{choice['bits']} bits, m {choice['features']} for 48 bytes per row")
     assert all(f"b {c['bits']} m {c['features']:,} " in text for c in choice["candidates"])
+    assert text.count("(SE ") == len(choice["candidates"])
     assert "bits_choice" not in rows.get("fitted", "")
 
 
@@ -150,3 +256,56 @@ def test_estimator_with_a_budget():
     assert reg.encoder_.fit_report["bits_choice"]["bits"] == b
     with pytest.raises(UsageError, match="give y"):
         RandomFeatures(bits="auto", row_bytes=32).fit(X)
+
+
+def test_encode_never_chooses_a_store_the_default_train_refuses(tmp_path):
+    """With a memory budget between what KRR needs at the b chosen without one and at the
+    next larger b, the chosen b and every smaller one are left out; train accepts the
+    chosen store within the same budget and refuses the one chosen without it."""
+    from rfcli.jobs.train import TrainSettings
+    from rfcli.memory import learner_need
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1200, 4))
+    y = np.sin(X).sum(axis=1) + 0.05 * rng.normal(size=1200)
+    s = EncodeSettings(standardize=True, bits="auto", row_bytes=64, gamma=0.5)
+    free = rfcli.encode(X, str(tmp_path / "free.zarr"), s, y=y)
+    b = free.encoder.quantizer.bits
+    assert b < 8
+    m, m_next = (
+        bc.features_for(64, b),
+        bc.features_for(64, bc.BIT_CANDIDATES[bc.BIT_CANDIDATES.index(b) + 1]),
+    )
+    need = [learner_need("krr", k, 1, 5, rows=1200, chunk_rows=256) for k in (m_next, m)]
+    memory = (need[0] + need[1]) // 2
+    capped = rfcli.encode(X, str(tmp_path / "capped.zarr"), s, y=y, memory=memory)
+    choice = capped.encoder.fit_report["bits_choice"]
+    assert capped.encoder.quantizer.bits == choice["bits"] > b
+    assert [c["bits"] for c in choice["left_out"]] == [c for c in bc.BIT_CANDIDATES if c <= b]
+    assert f"KRR on m = {m} needs about" in choice["left_out"][-1]["reason"]
+    krr = TrainSettings(model="krr")
+    rfcli.train(capped.path, settings=krr, memory=memory)
+    with pytest.raises(UsageError, match=f"KRR with m = {m} features needs about"):
+        rfcli.train(free.path, settings=krr, memory=memory)
+
+
+def test_train_estimates_fewer_rows_than_features_by_the_dual(tmp_path):
+    """300 rows of m = 1024 features train in the dual (rows x m, n x n arrays): accepted
+    within a budget far below the primal's m x m estimate, which the same budget refuses
+    once there are more rows than features."""
+    from rfcli.jobs.train import TrainSettings
+    from rfcli.memory import learner_need
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1100, 3))
+    y = np.sin(X).sum(axis=1)
+    s = EncodeSettings(standardize=True, n_features=1024, bits=1, gamma=0.5)
+    few = rfcli.encode(X[:300], str(tmp_path / "few.zarr"), s, y=y[:300])
+    many = rfcli.encode(X, str(tmp_path / "many.zarr"), s, y=y)
+    dual, primal = (learner_need("krr", 1024, 1, 5, rows=r, chunk_rows=256) for r in (300, 1100))
+    assert 8 * dual < primal
+    memory = 2 * dual
+    krr = TrainSettings(model="krr")
+    assert rfcli.train(few.path, settings=krr, memory=memory).report["solver"] == "dual"
+    with pytest.raises(UsageError, match="KRR with m = 1024 features needs about"):
+        rfcli.train(many.path, settings=krr, memory=memory)
