@@ -35,8 +35,8 @@ from rfcli.names import GP_KERNELS
 
 #: the options of each model (the others are refused, never silently ignored)
 MODEL_OPTIONS = {
-    "svm": ("normalized", "C", "loss", "task", "cv_folds", "max_iter", "tol", "cache_mb",
-            "memory"),
+    "svm": ("normalized", "C", "loss", "multiclass", "task", "cv_folds", "max_iter", "tol",
+            "cache_mb", "memory"),
     "krr": ("normalized", "alpha", "task", "cv_folds", "memory"),
     "gpr": ("label", "on_nan", "delimiter", "standardize", "gp_features", "n_features",
             "gp_kernel", "learn", "ard", "noise_bounds", "lengthscale", "lengthscale_bounds",
@@ -53,7 +53,7 @@ DEPRECATED = {"old_kernel": "gp_kernel"}
 _SECTION = {"svm": "SVM options", "krr": "KRR options", "gpr": "GP regression options"}
 TRAIN_SECTIONS = {
     **{n: "svm and krr options" for n in ("normalized", "task", "cv_folds", "memory")},
-    **{n: _SECTION["svm"] for n in ("C", "loss", "max_iter", "tol", "cache_mb")},
+    **{n: _SECTION["svm"] for n in ("C", "loss", "multiclass", "max_iter", "tol", "cache_mb")},
     "alpha": _SECTION["krr"],
     **{n: _SECTION["gpr"] for n in MODEL_OPTIONS["gpr"]},
     **dict.fromkeys(("threads", "engine", "scheduler", "workers"), "Engine options"),
@@ -204,6 +204,14 @@ def check_model_options(ctx: click.Context, model: str) -> None:
     type=click.Choice(["squared_hinge", "hinge"]),
     default="squared_hinge",
     show_default=True,
+)
+@click.option(
+    "--multiclass",
+    type=click.Choice(["ovr", "ovo"]),
+    default="ovr",
+    show_default=True,
+    help="svm, more than 2 classes: one-vs-rest (K problems) or one-vs-one (K(K-1)/2 "
+    "problems on two classes' rows each, decided by votes).",
 )
 @click.option(
     "--task",
@@ -415,7 +423,8 @@ def _train_linear(ui, input_path, model, output, settings, run) -> None:
             ui.info(line)
     if model == "svm":
         ui.info(
-            f"svm ({r['loss']}) C={r['C']:g} on all rows: {r['iterations']} iterations, "
+            f"svm ({r['loss']}{', one-vs-one' if r.get('multiclass') == 'ovo' else ''}) "
+            f"C={r['C']:g} on all rows: {r['iterations']} iterations, "
             f"{r['passes']} passes, objective {r['objective']:.6g}, "
             + ("converged" if r["converged"] else "NOT converged: " + r["message"])
         )

@@ -27,6 +27,7 @@ from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged
 from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
+from rfcli.learn.multiclass import SCHEMES, Columns
 from rfcli.learn.ridge import RidgeModel, alpha_candidates, alpha_floor
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
 from rfcli.learn.targets import Outputs, Targets
@@ -64,7 +65,7 @@ class TrainSettings(Validated):
     Parameters
     ----------
     model : {"svm", "krr"}, default="svm"
-        A linear SVM (one-vs-rest) or kernel ridge regression.
+        A linear SVM or kernel ridge regression.
     normalized : bool, default=False
         Train on unit feature rows (Li & Li's normalized estimator).
     C : float or "auto", default="auto"
@@ -73,6 +74,11 @@ class TrainSettings(Validated):
         krr: the ridge; "auto": chosen by cross-validation from one pass's statistics.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
         svm: the loss.
+    multiclass : {"ovr", "ovo"}, default="ovr"
+        svm with more than two classes: one-vs-rest (K problems, the largest score wins)
+        or one-vs-one (K (K - 1) / 2 problems on two classes' rows each, decided by their
+        votes; ties: the larger summed decision value; docs/learning.md, Multi-class).
+        Two classes are one problem either way.
     task : {"classification", "regression"} or None, default=None
         krr: one-hot classification or regression (None: from the label's type).
     cv_folds : int, default=5
@@ -100,6 +106,7 @@ class TrainSettings(Validated):
     C: float | str = "auto"
     alpha: float | str = "auto"
     loss: str = "squared_hinge"
+    multiclass: str = "ovr"  # svm: one-vs-rest or one-vs-one columns (rfcli.learn.multiclass)
     task: str | None = None  # krr: classification (one-hot) or regression; default from the label
     cv_folds: int = 5  # folds choosing C / alpha "auto"; 0 or 1: no selection (C = 1, middle alpha)
     seed: int = 0  # the folds' hash
@@ -115,6 +122,7 @@ class TrainSettings(Validated):
         "C": [_POSITIVE, Options("auto")],
         "alpha": [_POSITIVE, Options("auto")],
         "loss": [Options(*LOSSES)],
+        "multiclass": [Options(*SCHEMES)],
         "task": [Null(), Options("classification", "regression")],
         "cv_folds": [Interval("int", 0)],
         "seed": [Interval("int", 0)],
@@ -266,7 +274,7 @@ def _train_store(store, trained_on, output, settings: TrainSettings, res: Resour
     chunk_rows = train_chunk_rows(store.chunk_rows, m, budget)
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=0)
     targets = _read_targets(data, settings, progress)
-    k = targets.n_outputs if not svm else (1 if targets.n_outputs == 2 else targets.n_outputs)
+    k = targets.n_outputs if not svm else Columns(targets.n_outputs, settings.multiclass).n
     folds = _n_folds(settings)
     dual_rows = store.n_rows if not svm or settings.loss == "squared_hinge" else None
     need = learner_need(settings.model, m, k, folds, rows=dual_rows, chunk_rows=chunk_rows)
@@ -420,16 +428,19 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     m = passes.data.encoder.n_features
     if s.loss == "squared_hinge" and dual.use_dual(passes.n_rows, m):  # fewer rows than features
         return dual.train_svm(passes, targets, s.seed, _n_folds(s), s.C, C_GRID, DEFAULT_C,
-                              s.max_iter, s.normalized, progress)  # fmt: skip
-    K = len(targets.classes)
-    k = 1 if K == 2 else K
+                              s.max_iter, s.normalized, progress, s.multiclass)  # fmt: skip
+    columns = Columns(len(targets.classes), s.multiclass)
+    k = columns.n
     nf = _n_folds(s)
     n = passes.n_rows
-    report: dict[str, Any] = {"model": "svm", "task": "classification", "loss": s.loss}
+    report: dict[str, Any] = {"model": "svm", "task": "classification", "loss": s.loss,
+                              "multiclass": s.multiclass}  # fmt: skip
     # one pass: the feature Gram matrix, for the preconditioner
     (stats,) = passes.reduce(selection.fold_stats_pass, None, s.seed, 0,
                              title="svm: pass 1, Gram matrix")  # fmt: skip
     gram = selection.augmented_gram(stats)
+    if columns.pairwise:  # a one-vs-one column sees its two classes' rows: 2/K of them on average
+        gram = gram * (2.0 / columns.n_classes)
     fitkw = dict(loss=s.loss, max_iter=s.max_iter)
     counted = PassCount(1)
     # progress: iterations and objective per fit; rows per pass too when every pass reads
@@ -444,8 +455,9 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
 
         def one_pass(W32, b, C, delta):
             n_pass = made.add()
-            return passes.reduce(selection.svm_pass, targets, k, s.seed, n_folds, W32, b, C, s.loss,
-                                 delta, title=f"pass {n_pass}" if reads else None)  # fmt: skip
+            return passes.reduce(selection.svm_pass, targets, columns, s.seed, n_folds, W32, b,
+                                 C, s.loss, delta,
+                                 title=f"pass {n_pass}" if reads else None)  # fmt: skip
 
         tol = s.tol * (CV_TOL_FACTOR if n_folds >= 2 else 1.0)
         W, b, rep = fit_svm(one_pass, m, ncol, C, warm=warm, gram=g, tol=tol,
@@ -457,7 +469,7 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     if nf:
         sizes = selection.fold_sizes(s.seed, n, nf)
         selection.check_folds(sizes, n)
-        sel, warm = _svm_select(passes, targets, s, k, nf, sizes, fit, counted, progress)
+        sel, warm = _svm_select(passes, targets, s, columns, nf, sizes, fit, counted, progress)
         C = sel["best"]
         cv = selection.cv_report("C", "accuracy", nf, sizes, sel)
         cv["passes"] = sel["passes"]
@@ -468,15 +480,18 @@ def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     W, b, rep = fit(C, 0, warm, f"svm C={C:g} (all rows)")
     report.update(rep)
     report["total_passes"] = counted.n
-    return LinearSVM(targets, W, b, s.normalized), report
+    pairs = columns.pairs if columns.pairwise else None
+    return LinearSVM(targets, W, b, s.normalized, multiclass=s.multiclass, pairs=pairs), report
 
 
-def _svm_select(passes, targets, s, k, nf, sizes, fit, counted: PassCount, progress):
+def _svm_select(passes, targets, s, columns, nf, sizes, fit, counted: PassCount, progress):
     """C by cross-validation: for each C (increasing, warm-started from the nearest C done),
-    all folds' one-vs-rest problems as one stacked problem; then one pass scores every
-    fold's held-out rows.  Returns the selection and the refit's warm start (the mean of
-    the chosen C's fold solutions)."""
+    all folds' binary problems (``columns``) as one stacked problem; then one pass scores
+    every fold's held-out rows by the columns' decision (votes for one-vs-one).  Returns
+    the selection and the refit's warm start (the mean of the chosen C's fold
+    solutions)."""
     m = passes.data.encoder.n_features
+    k = columns.n
     sols: dict[float, tuple[np.ndarray, np.ndarray]] = {}
     fit_passes: dict[float, int] = {}
     mean: dict[float, float] = {}
@@ -490,7 +505,7 @@ def _svm_select(passes, targets, s, k, nf, sizes, fit, counted: PassCount, progr
             fit_passes[C] = rep["passes"]
             Ws = W.reshape(m, nf, k).transpose(1, 0, 2).astype(np.float32)
             correct = passes.reduce(selection.fold_correct_pass, targets, s.seed, nf, Ws,
-                                    b.reshape(nf, k), 1, title=None)  # fmt: skip
+                                    b.reshape(nf, k), 1, columns, title=None)  # fmt: skip
             counted.add()
             out[C] = list(correct[:, 0] / sizes)
             mean[C] = float(np.mean(out[C]))

@@ -13,7 +13,8 @@ path's (the same problem, solved exactly instead of from float32 statistics).
   on T's mean): one eigendecomposition of ``K_TT^c`` per fold gives every alpha's
   held-out predictions, ``K_VT^c U (S + alpha)^-1 U' Y_T^c``, for the cost of a product.
   The refit is one Cholesky solve of ``K + alpha I``.
-* SVM (squared hinge): per one-vs-rest column, the finite Newton method with exact line
+* SVM (squared hinge): per column (one-vs-rest or one-vs-one: rfcli.learn.multiclass; a
+  one-vs-one column's training rows are its two classes'), the finite Newton method with exact line
   search (Keerthi & DeCoste, "A modified finite Newton method for fast solution of large
   scale linear SVMs", JMLR 2005) in the kernel form of Chapelle ("Training a support
   vector machine in the primal", Neural Computation 2007): a Newton step is the ridge
@@ -449,12 +450,142 @@ def svm_newton(K, Y, train_mask, C, warm=None, max_iter=100, folds=None, tol=STA
     return beta, b, S, report
 
 
+def _sub(K: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``K[rows][:, cols]`` gathering only those entries (not whole rows of K)."""
+    return K.take((rows * K.shape[1])[:, None] + cols[None, :])
+
+
+def _narrow_step(K, lam, U, L, nT, y, beta, b, work):
+    """Newton points and directions of :func:`svm_newton_narrow`'s columns ``work`` ((j, A)
+    pairs of one group: A the positions in T[j] inside the margin), from the kernel of the
+    group's rows U (gathered once; ``L[j]``: the positions of T[j] in U): per column the
+    step D on its rows (padded as T), Db, and ``Delta = K_{T_j T_j} D + Db`` (zero on the
+    padding).  The entries used are K's whatever the group: the same numbers."""
+    KU = _sub(K, U, U)
+    out = []
+    for j, A in work:
+        TA = L[j, A]
+        if len(A):
+            M = _sub(KU, TA, TA)
+            M.flat[:: len(A) + 1] += lam
+            bA, bb = _with_intercept(_spd_solve(M, np.column_stack([y[j, A], np.ones(len(A))])))
+        else:
+            bA, bb = np.zeros(0), np.nan
+        D = -beta[j]
+        D[A] += bA
+        Db = 0.0 if np.isnan(bb) else bb - b[j]
+        nz = np.flatnonzero(D)
+        Delta = np.zeros(len(D))
+        Delta[: nT[j]] = _sub(KU, L[j, : nT[j]], L[j, nz]) @ D[nz] + Db
+        out.append((D, Db, Delta))
+    return out
+
+
+def svm_newton_narrow(K, Y, train_mask, C, warm=None, max_iter=100, groups=None, tol=STALL,
+                      pool=None):  # fmt: skip
+    """:func:`svm_newton` (the same method, arguments and results) for columns that each
+    train on a small part of the rows (one-vs-one: two classes' rows, about 2/K of them):
+    every column keeps its coefficients, scores and line search on its own training rows
+    T_j (padded to the largest), a step gathers the entries of ``K_{T_j T_j}`` it needs
+    instead of products over all n rows, and the scores of every row (K beta + b) are
+    formed once at the end.  ``groups``: the columns of one group (one-vs-one: a pair's
+    folds) share one gather of the kernel on the union of their rows per step (None: each
+    column alone); the numbers are K's either way.  A column's arithmetic depends on its
+    own rows only, not on the other columns or the threads."""
+    n, k = Y.shape
+    lam = 1.0 / (2.0 * C)
+    nT = train_mask.sum(axis=0)
+    r = max(int(nT.max()), 1)
+    valid = np.arange(r)[None, :] < nT[:, None]  # (k, r)
+    T = np.zeros((k, r), dtype=np.int64)
+    T[valid] = np.nonzero(train_mask.T)[1]  # each column's rows, in order
+    y = np.where(valid, Y.T[np.arange(k)[:, None], T], 0.0)
+    groups = np.arange(k) if groups is None else np.asarray(groups)
+    U, L = {}, np.zeros((k, r), dtype=np.int64)
+    for g in np.unique(groups):
+        js = np.flatnonzero(groups == g)
+        U[g] = np.flatnonzero(train_mask[:, js].any(axis=1))
+        L[js] = np.where(valid[js], np.searchsorted(U[g], T[js]), 0)
+    if warm is None:
+        beta, b, S = np.zeros((k, r)), np.zeros(k), np.zeros((k, r))
+    else:
+        b = warm[1].copy()
+        beta = np.where(valid, warm[0].T[np.arange(k)[:, None], T], 0.0)
+        S0 = K @ warm[0] + b
+        S = np.where(valid, S0.T[np.arange(k)[:, None], T], 0.0)
+    used: list = [None] * k
+    full = np.zeros(k, dtype=bool)
+    done = np.zeros(k, dtype=bool)
+    steps = 0
+    while steps < max_iter:
+        inside = valid & (y * S < 1)
+        todo = []
+        for j in np.flatnonzero(~done):
+            A = np.flatnonzero(inside[j])
+            if full[j] and np.array_equal(A, used[j]):
+                done[j] = True
+                continue
+            used[j] = A
+            todo.append(j)
+        if not todo:
+            break
+        steps += 1
+        by_group: dict = {}
+        for j in todo:
+            by_group.setdefault(groups[j], []).append((j, used[j]))
+        jobs = [partial(_narrow_step, K, lam, U[g], L, nT, y, beta, b, w)
+                for g, w in by_group.items()]  # fmt: skip
+        res = [x for part in (pool.map(_call, jobs) if pool is not None else map(_call, jobs))
+               for x in part]  # fmt: skip
+        todo = [j for w in by_group.values() for j, _ in w]
+        cols = np.array(todo)
+        D = np.stack([x[0] for x in res])
+        Db = np.array([x[1] for x in res])
+        Delta = np.stack([x[2] for x in res])
+        Sc, bc, yc, vc = S[cols], b[cols], y[cols], valid[cols]
+        margin = np.where(vc, Sc - bc[:, None], 0.0)
+        a1 = np.einsum("ij,ij->i", margin, D)  # beta'K d
+        a2 = np.einsum("ij,ij->i", D, np.where(vc, Delta - Db[:, None], 0.0))  # d'K d
+        viol = np.where(vc, 1 - yc * Sc, -1.0)
+        rate = np.where(vc, yc * Delta, 0.0)
+        t = _line_searches(a1, a2, viol, rate, C)
+        full[cols] = np.abs(t - 1.0) <= 1e-9
+        old = np.square(np.maximum(viol, 0.0)).sum(axis=1)
+        new = np.square(np.maximum(viol - t[:, None] * rate, 0.0)).sum(axis=1)
+        gain = -(t * a1 + 0.5 * t * t * a2) + C * (old - new)
+        before = 0.5 * np.einsum("ij,ij->i", margin, beta[cols]) + C * old
+        done[cols] |= gain <= tol * np.maximum(before, 1e-300)
+        beta[cols] += t[:, None] * D
+        b[cols] += t * Db
+        S[cols] = Sc + t[:, None] * Delta
+    B = np.zeros((n, k))
+    B[T[valid], np.nonzero(valid)[0]] = beta[valid]
+    viol = np.where(valid, np.maximum(1 - y * S, 0.0), 0.0)
+    margin = np.where(valid, S - b[:, None], 0.0)
+    objective = 0.5 * float(np.einsum("ij,ij->", margin, beta)) + C * float(np.sum(viol**2))
+    converged = bool(done.all())
+    report = {
+        "C": C,
+        "loss": "squared_hinge",
+        "iterations": steps,
+        "passes": 0,
+        "objective": objective,
+        "converged": converged,
+        "message": "the rows inside the margin no longer change (exact optimum)"
+        if converged
+        else f"{int((~done).sum())} column(s) still changing after {max_iter} Newton steps",
+    }
+    return B, b, K @ B + b, report
+
+
 def train_svm(passes, targets, seed: int, n_folds: int, C, grid, default_C: float,
-              max_iter: int, normalized: bool, progress=None):  # fmt: skip
+              max_iter: int, normalized: bool, progress=None, multiclass: str = "ovr"):  # fmt: skip
     """The squared-hinge SVM in the dual (the report as rfcli.jobs.train's primal path
     writes it): C given, chosen by ``n_folds``-fold cross-validation over ``grid``, or
-    ``default_C``.  The columns' Newton systems are solved on the engine's threads."""
+    ``default_C``; ``multiclass``: the columns (rfcli.learn.multiclass).  The columns'
+    Newton systems are solved on the engine's threads."""
     threads = int(getattr(passes, "threads", 1) or 1)
+    args = (passes, targets, seed, n_folds, C, grid, default_C, max_iter, normalized, progress)
     if threads > 1:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -462,53 +593,62 @@ def train_svm(passes, targets, seed: int, n_folds: int, C, grid, default_C: floa
             one_blas_thread(),
             ThreadPoolExecutor(threads, thread_name_prefix="rfcli-newton") as pool,
         ):
-            return _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter,
-                              normalized, progress, pool)  # fmt: skip
+            return _train_svm(*args, pool, multiclass)
     with one_blas_thread():
-        return _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter,
-                          normalized, progress, None)  # fmt: skip
+        return _train_svm(*args, None, multiclass)
 
 
 def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, normalized,
-               progress, pool):  # fmt: skip
+               progress, pool, multiclass):  # fmt: skip
     from rfcli.learn import selection
+    from rfcli.learn.multiclass import Columns
     from rfcli.learn.svm import LinearSVM
 
     kern = Kernel(passes.reduce(rows_pass, title="svm: pass 1, the rows (n < m: dual)"))
     idx = targets.index(kern.y)
-    k = 1 if len(targets.classes) == 2 else len(targets.classes)
+    columns = Columns(len(targets.classes), multiclass)
+    k = columns.n
+    if columns.pairwise:  # each column on its two classes' rows: its own rows only
+
+        def newton(K, Y, mask, C, warm, max_iter, groups, pool):
+            return svm_newton_narrow(K, Y, mask, C, warm, max_iter, groups % k, pool=pool)
+    else:
+        newton = svm_newton
 
     def problem(nf: int):
-        """Y (+-1), training mask and held-out fold of the stacked columns (fold-major)."""
+        """Y (+-1), training mask and the groups of columns that share their training rows
+        (one fold's one-vs-rest columns; each one-vs-one column alone) of the stacked
+        columns (fold-major)."""
         cols = np.arange(k * max(nf, 1))
-        pos = cols % k if k > 1 else np.ones(len(cols), dtype=np.int64)
-        Y = np.where(idx[:, None] == pos[None, :], 1.0, -1.0)
-        if nf < 2:
-            return Y, np.ones(Y.shape, dtype=bool), None
-        return Y, fid[:, None] != (cols // k)[None, :], cols // k
+        Y, rows = columns.targets(idx, cols % k)
+        mask = np.ones(Y.shape, dtype=bool) if rows is None else rows
+        if nf >= 2:
+            mask &= fid[:, None] != (cols // k)[None, :]
+        groups = cols if columns.pairwise else (cols // k if nf >= 2 else None)
+        return Y, mask, groups
 
     report: dict[str, Any] = {"model": "svm", "task": "classification",
-                              "loss": "squared_hinge", "solver": "dual"}  # fmt: skip
+                              "loss": "squared_hinge", "solver": "dual",
+                              "multiclass": multiclass}  # fmt: skip
     warm = None
     if n_folds:
         fid = kern.folds(seed, n_folds)
         sizes = np.bincount(fid, minlength=n_folds)
         selection.check_folds(sizes, kern.n)
-        Y, mask, col_fold = problem(n_folds)
+        Y, mask, groups = problem(n_folds)
         sols: dict[float, tuple] = {}
         steps: dict[float, int] = {}
 
         def evaluate(Cs: list[float]) -> dict[float, list[float]]:
             out = {}
             for c in Cs:
-                beta, b, S, rep = svm_newton(kern.K, Y, mask, c, selection.path_start(sols, c),
-                                             max_iter, col_fold, pool=pool)  # fmt: skip
+                beta, b, S, rep = newton(kern.K, Y, mask, c, selection.path_start(sols, c),
+                                         max_iter, groups, pool=pool)  # fmt: skip
                 sols[c], steps[c] = (beta, b), rep["iterations"]
                 scores = []
                 for f in range(n_folds):
                     V = fid == f
-                    Sf = S[V][:, f * k : (f + 1) * k]
-                    pred = (Sf[:, 0] > 0).astype(int) if k == 1 else Sf.argmax(axis=1)
+                    pred = columns.decide(S[V][:, f * k : (f + 1) * k])
                     scores.append(float(np.mean(pred == idx[V])))
                 out[c] = scores
             return out
@@ -529,9 +669,10 @@ def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, nor
     elif C == "auto":
         C = default_C
     C = float(C)
-    Y, mask, _ = problem(0)
-    beta, b, _, rep = svm_newton(kern.K, Y, mask, C, warm, max_iter, pool=pool)
+    Y, mask, groups = problem(0)
+    beta, b, _, rep = newton(kern.K, Y, mask, C, warm, max_iter, groups, pool=pool)
     report.update(rep)
     report["total_passes"] = 1
     W, b0 = kern.primal(beta, b)
-    return LinearSVM(targets, W, b0, normalized), report
+    pairs = columns.pairs if columns.pairwise else None
+    return LinearSVM(targets, W, b0, normalized, multiclass=multiclass, pairs=pairs), report

@@ -21,6 +21,7 @@ import numpy as np
 
 from rfcli.errors import InputError
 from rfcli.learn.data import fold_ids
+from rfcli.learn.multiclass import Columns
 from rfcli.learn.ridge import RidgeStats
 from rfcli.learn.svm import loss_terms
 from rfcli.progress import NullProgress, Progress
@@ -73,11 +74,14 @@ def fold_stats_pass(data, targets, seed: int, n_folds: int) -> list[RidgeStats]:
     return stats
 
 
-def fold_correct_pass(data, targets, seed: int, n_folds: int, Ws, bs, n_sol: int):
+def fold_correct_pass(data, targets, seed: int, n_folds: int, Ws, bs, n_sol: int, columns=None):
     """Held-out rows predicted correctly: the rows of fold f by each of the ``n_sol`` linear
-    models stacked in ``Ws[f]`` (m, n_sol k) and ``bs[f]``; k = 1 is a binary SVM (class 1
-    when the score is positive).  Returns correct counts (n_folds, n_sol)."""
+    models stacked in ``Ws[f]`` (m, n_sol k) and ``bs[f]``, their k columns decided by
+    ``columns`` (:class:`rfcli.learn.multiclass.Columns`; None: k = 1 is a binary SVM, class
+    1 when the score is positive, else the arg-max).  Returns correct counts (n_folds,
+    n_sol)."""
     k = bs.shape[1] // n_sol
+    columns = columns or as_columns(k)
     correct = np.zeros((n_folds, n_sol))
     for batch in data.batches():
         fid = fold_ids(seed, batch.row0, len(batch), n_folds)
@@ -87,25 +91,46 @@ def fold_correct_pass(data, targets, seed: int, n_folds: int, Ws, bs, n_sol: int
             if not sel.any():
                 continue
             S = ((batch.F[sel] @ Ws[f]).astype(np.float64) + bs[f]).reshape(-1, n_sol, k)
-            pred = (S[:, :, 0] > 0).astype(int) if k == 1 else S.argmax(axis=2)
-            correct[f] += (pred == idx[sel][:, None]).sum(0)
+            correct[f] += (columns.decide(S) == idx[sel][:, None]).sum(0)
     return correct
 
 
-def svm_rows(data, targets, k: int, seed: int, n_folds: int):
-    """(F, Ypm, mask) per batch for the stacked problem: column j is the one-vs-rest
-    problem of class j % k (k = 1: class 1 against class 0) on the training rows of fold
-    j // k (``n_folds`` < 2: one problem per class on all rows, no mask)."""
+def as_columns(k) -> Columns:
+    """``k`` as the SVM's columns: a :class:`rfcli.learn.multiclass.Columns`, or k
+    one-vs-rest columns (k = 1: two classes)."""
+    if isinstance(k, Columns):
+        return k
+    return Columns(2 if k == 1 else k, "ovr")
+
+
+def svm_rows(data, targets, k, seed: int, n_folds: int):
+    """(F, Ypm, mask[, cols]) per batch for the stacked problem of the columns ``k`` (a
+    :class:`rfcli.learn.multiclass.Columns`, or an int: k one-vs-rest columns, k = 1: class
+    1 against class 0): column j is problem j % k on the training rows of fold j // k
+    (``n_folds`` < 2: one problem per column on all rows, no mask).  One-vs-one columns
+    come per class: the rows of class c with the columns of c's pairs only (``cols``), so
+    a pass costs about what one-vs-rest's does."""
+    columns = as_columns(k)
+    k = columns.n
     cols = np.arange(k * max(n_folds, 1))
-    pos = cols % k if k > 1 else np.ones(len(cols), dtype=np.int64)
     held_out = cols // k
     for batch in data.batches():
         idx = targets.index(batch.y)
-        Y = np.where(idx[:, None] == pos[None, :], 1.0, -1.0)
-        mask = None
-        if n_folds >= 2:
-            mask = fold_ids(seed, batch.row0, len(batch), n_folds)[:, None] != held_out[None, :]
-        yield batch.F, Y, mask
+        fid = fold_ids(seed, batch.row0, len(batch), n_folds) if n_folds >= 2 else None
+        if not columns.pairwise:
+            Y, _ = columns.targets(idx, cols % k)
+            mask = None if fid is None else fid[:, None] != held_out[None, :]
+            yield batch.F, Y, mask
+            continue
+        for c in range(columns.n_classes):
+            rows = np.flatnonzero(idx == c)
+            if not len(rows):
+                continue
+            cc = columns.of_class(c)
+            cc = (np.arange(max(n_folds, 1))[:, None] * k + cc[None, :]).ravel()
+            Y, _ = columns.targets(idx[rows], cc % k)
+            mask = None if fid is None else fid[rows, None] != held_out[None, cc]
+            yield batch.F[rows], Y, mask, cc
 
 
 def svm_pass(data, targets, k, seed, n_folds, W32, b, C, loss, delta):

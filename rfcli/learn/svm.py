@@ -1,5 +1,5 @@
-"""L2-regularized linear SVM on random features, one-vs-rest for K > 2 classes
-(docs/methods.md, Learners).
+"""L2-regularized linear SVM on random features, one-vs-rest or one-vs-one for K > 2
+classes (docs/methods.md, Learners; the columns: rfcli.learn.multiclass).
 
 Primal, all classes at once (the objective is separable over classes)::
 
@@ -36,7 +36,9 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from rfcli.errors import ConfigError
 from rfcli.learn.linear import MODELS, LinearModel
+from rfcli.learn.multiclass import SCHEMES, Columns
 from rfcli.progress import Iterations, NullProgress, Progress
 from rfcli.threads import one_blas_thread
 
@@ -45,12 +47,53 @@ LOSSES = ("squared_hinge", "hinge")
 
 @MODELS.register("svm")
 class LinearSVM(LinearModel):
+    """The SVM's weights: one column per binary problem of its multi-class ``scheme``
+    (rfcli.learn.multiclass: ``"ovr"``, or ``"ovo"`` with the class ``pairs`` (P, 2) of
+    its columns); :meth:`scores` are per class, whose arg-max is the prediction."""
+
     kind = "svm"
 
+    def __init__(self, targets, W, b, normalized, info=None, multiclass: str = "ovr",
+                 pairs: np.ndarray | None = None):  # fmt: skip
+        super().__init__(targets, W, b, normalized, info)
+        K = len(targets.classes)
+        if multiclass not in SCHEMES:
+            raise ConfigError(f"model svm: multiclass {multiclass!r} is not one of "
+                              f"{', '.join(SCHEMES)}")  # fmt: skip
+        self.multiclass = multiclass
+        if multiclass == "ovo" and K > 2:
+            pairs = np.asarray(pairs if pairs is not None else np.zeros((0, 2)), dtype=np.int64)
+            ok = pairs.ndim == 2 and pairs.shape == (self.W.shape[1], 2)
+            if not ok or (pairs < 0).any() or (pairs >= K).any():
+                raise ConfigError(f"model svm: one-vs-one pairs {pairs.shape} do not fit "
+                                  f"{self.W.shape[1]} columns of {K} classes")  # fmt: skip
+            self.columns = Columns.from_pairs(K, pairs)
+        else:
+            self.columns = Columns(K, "ovr")
+            if self.W.shape[1] != self.columns.n:
+                raise ConfigError(f"model svm: {self.W.shape[1]} weight columns for {K} "
+                                  "classes")  # fmt: skip
+
+    def column_scores(self, F, precise: bool = True) -> np.ndarray:
+        """The binary problems' scores ``F W + b`` (n, columns)."""
+        return super().scores(F, precise)
+
     def scores(self, F, precise: bool = True):
-        s = super().scores(F, precise)
-        # binary problems keep one weight vector: class 1 vs class 0
-        return np.column_stack((-s[:, 0], s[:, 0])) if self.W.shape[1] == 1 else s
+        """Per-class scores (n, K) (rfcli.learn.multiclass.Columns.class_scores)."""
+        return self.columns.class_scores(super().scores(F, precise))
+
+    def to_state(self):
+        cfg, arrays = super().to_state()
+        cfg["multiclass"] = self.multiclass
+        if self.columns.pairwise:
+            arrays["pairs"] = self.columns.pairs
+        return cfg, arrays
+
+    @classmethod
+    def _extra(cls, cfg, arrays):
+        # model files written before the scheme existed are one-vs-rest
+        scheme = cfg.get("multiclass", "ovr")
+        return {"multiclass": scheme, "pairs": arrays.get("pairs")}
 
 
 def _hinge(u: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -66,9 +109,10 @@ def _hinge(u: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
     return val, der
 
 
-def _rows3(item):
-    """(F, Y, mask) from a row chunk given as (F, Y) or (F, Y, mask); mask None = all."""
-    return item if len(item) == 3 else (item[0], item[1], None)
+def _rows4(item):
+    """(F, Y, mask, cols) from a row chunk given as (F, Y), (F, Y, mask) or (F, Y, mask,
+    cols); mask None = all entries, cols None = all columns."""
+    return tuple(item) + (None,) * (4 - len(item))
 
 
 def loss_terms(
@@ -79,17 +123,24 @@ def loss_terms(
     loss: str,
     delta: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The data term of the objective over ``rows``: chunks ``(F, Ypm)`` or ``(F, Ypm, mask)``
-    of float32 features (n, m), targets in {-1, +1} (n, k) and optionally which entries
-    count (bool (n, k); the cross-validation folds' training rows of each column).
-    Returns (the sum of the losses per column (k,), its gradient in W times C, in b times
-    C).  Additive over rows."""
+    """The data term of the objective over ``rows``: chunks ``(F, Ypm)``, ``(F, Ypm, mask)``
+    or ``(F, Ypm, mask, cols)`` of float32 features (n, m), targets in {-1, +1} (n, c),
+    optionally which entries count (bool (n, c); the cross-validation folds' training rows
+    of each column, the pair's rows of a one-vs-one column) and which of the k columns the
+    chunk's c are (distinct indices; None: all k, c = k).  Returns (the sum of the losses
+    per column (k,), its gradient in W times C, in b times C).  Additive over rows."""
     m, k = W32.shape
     gW = np.zeros((m, k))
     gb = np.zeros(k)
     total = np.zeros(k)
     for item in rows:
-        F, Y, mask = _rows3(item)
+        F, Y, mask, cols = _rows4(item)
+        if cols is not None:  # a chunk of rows in some problems only (one-vs-one: a class)
+            t, g, gc = loss_terms([(F, Y, mask)], W32[:, cols], b[cols], C, loss, delta)
+            total[cols] += t
+            gW[:, cols] += g
+            gb[cols] += gc
+            continue
         # u = 1 - y (phi'w + b), in place (the arrays are chunk x columns: few temporaries)
         u = (F @ W32).astype(np.float64)
         u += b

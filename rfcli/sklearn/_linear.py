@@ -29,6 +29,7 @@ class _LinearBase(RFEstimator):
             C=self.C if svm else "auto",
             alpha="auto" if svm else self.alpha,
             loss=self.loss if svm else "squared_hinge",
+            multiclass=self.multiclass if svm else "ovr",
             task="classification" if svm else "regression",
             cv_folds=self.cv_folds,
             seed=seed,
@@ -53,8 +54,8 @@ class _LinearBase(RFEstimator):
         """The model's scores, (n, outputs): per class (a binary SVM's as [-s, s])."""
         X = self._check_X(X)
         lm = self.model_
-        k = lm.W.shape[1]
-        width = 2 if lm.kind == "svm" and k == 1 else k
+        # the SVM's scores are per class (one-vs-one: from the pairs' votes)
+        width = len(lm.targets.classes) if lm.kind == "svm" else lm.W.shape[1]
         # float64 products: a row's score does not depend on the other rows given
         # (scikit-learn's subset-invariance check, on every BLAS kernel)
         return self._stack(X, partial(lm.scores, precise=True), width, normalized=lm.normalized)
@@ -88,8 +89,8 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     Features", ICML 2021).
 
     ``fit`` encodes the rows in chunks (as ``rfcli encode``) and trains ``rfcli train
-    --model svm``'s L2-regularized SVM (squared hinge or hinge, one-vs-rest, L-BFGS-B
-    preconditioned with the features' Gram matrix) on their decoded features; ``C="auto"``
+    --model svm``'s L2-regularized SVM (squared hinge or hinge, one-vs-rest or one-vs-one,
+    L-BFGS-B preconditioned with the features' Gram matrix) on their decoded features; ``C="auto"``
     picks C by k-fold cross-validation over 0.01 .. 100 (extended at the edges).  The
     rows are kept between passes as decoded features or packed codes when they fit
     (at most min(2 GiB, memory/4)), else encoded again in every pass.  With fewer rows
@@ -106,6 +107,11 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     C : float or "auto", default="auto"
         Penalty; "auto": chosen by ``cv_folds``-fold cross-validation.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
+    multiclass : {"ovr", "ovo"}, default="ovr"
+        More than two classes: one-vs-rest (one problem per class, the largest score wins)
+        or one-vs-one (one problem per pair of classes on their rows, decided by votes; a
+        tie goes to the tied class of the largest summed decision value, then to the first;
+        docs/learning.md, Multi-class).  Cross-validation scores the voted predictions.
     normalized : bool, default=False
         Train on unit feature rows (Li & Li's normalized estimator).
     cv_folds : int, default=5
@@ -127,8 +133,8 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     C_ : float
         The C used (chosen or given).
     sigmoids_ : ndarray of shape (k, 2)
-        With ``probability=True``: Platt's (A, B) per one-vs-rest score (k = 1 for two
-        classes), ``P = 1 / (1 + exp(A s + B))``.
+        With ``probability=True``: Platt's (A, B) per class score of
+        :meth:`decision_function` (k = 1 for two classes), ``P = 1 / (1 + exp(A s + B))``.
     gamma_ : float or None
         The bandwidth used.
     n_iter_ : int
@@ -154,7 +160,7 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     def __init__(self, kernel="gaussian", n_features=None, bits=None, quantizer=None, gamma="auto",
                  standardize=False, normalize_rows=False, kernel_params=None, C="auto",
                  loss="squared_hinge", normalized=False, cv_folds=5, max_iter=1000, tol=1e-7,
-                 random_state=0, row_bytes=None, probability=False):  # fmt: skip
+                 random_state=0, row_bytes=None, probability=False, multiclass="ovr"):  # fmt: skip
         keep_params(self, locals())
 
     def fit(self, X, y):
@@ -237,7 +243,8 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
 
     @_needs_probability
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities: Platt's sigmoids of the one-vs-rest scores, fitted on
+        """Class probabilities: Platt's sigmoids of the class scores of
+        :meth:`decision_function` (one-vs-rest scores, or one-vs-one's votes), fitted on
         held-out folds (``probability=True``), normalized to sum to one.
 
         Parameters
@@ -282,7 +289,10 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
             return np.log(self.predict_proba(X))
 
     def decision_function(self, X) -> np.ndarray:
-        """The SVM's scores ``F(x)'w_k + b_k``.
+        """The SVM's scores: ``F(x)'w_k + b_k`` per class (one-vs-rest), or one-vs-one's
+        votes per class plus ``t / (3 (1 + |t|))`` of the class's summed decision value t
+        (in (-1/3, 1/3): the arg-max is the vote with its tie rule, as scikit-learn's
+        ``SVC(decision_function_shape="ovr")`` shapes its one-vs-one scores).
 
         Parameters
         ----------
@@ -293,8 +303,8 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
-            One score per row for two classes (positive: ``classes_[1]``), else one per
-            class.
+            One score per row for two classes (positive: ``classes_[1]``; both schemes),
+            else one per class.
         """
         check_is_fitted(self)
         S = self._scores(X)
@@ -322,7 +332,11 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     def _params_from(cls, model, encoder) -> dict[str, Any]:
         p = super()._params_from(model, encoder)
         info = model.info
-        p.update(C=info.get("C", "auto"), loss=info.get("loss", "squared_hinge"))
+        p.update(
+            C=info.get("C", "auto"),
+            loss=info.get("loss", "squared_hinge"),
+            multiclass=getattr(model, "multiclass", "ovr"),
+        )
         return p
 
     def _restore(self, model, meta) -> None:
