@@ -24,6 +24,7 @@ import numpy as np
 
 from rfcli.errors import InputError
 from rfcli.learn.linear import MODELS, LinearModel
+from rfcli.learn.ridge import RidgeStats
 from rfcli.progress import Iterations, NullProgress, Progress
 
 #: L-BFGS-B stops when the relative objective reduction is below ftol (scipy's default:
@@ -34,12 +35,15 @@ LOG2PI = np.log(2 * np.pi)
 
 
 class GPStats:
-    """GP sufficient statistics of one pass (float64): n, ``G = V'V``, ``c = V'y``,
-    ``s = V'1``, y'y and sum y -- or, while at most m rows have been seen, the rows (V, y)
-    themselves: then :meth:`reduced` factors their n x n Gram matrix, O(n^2 m), where forming G and
-    factoring it costs O(n m^2) time and m^2 memory (a 10-row set with a 14,000-feature rule:
-    a 1.6 GB G for rank 10).  Which form a pass ends in depends only on its row counts, so
-    the result never depends on the threads.  Statistics add (``+``) in row order.
+    """GP sufficient statistics of one pass (float64): n and, for the targets less
+    ``shift``, ``G = V'V``, ``c = V'y``, ``s = V'1``, y'y and sum y -- ridge regression's
+    statistics (:class:`rfcli.learn.ridge.RidgeStats` of float64 features, one target:
+    one ``dsyrk`` of ``[V, y, 1]`` per block) -- or, while at most m rows have been seen,
+    the rows (V, y) themselves: then :meth:`reduced` factors their n x n Gram matrix,
+    O(n^2 m), where forming G and factoring it costs O(n m^2) time and m^2 memory (a 10-row
+    set with a 14,000-feature rule: a 1.6 GB G for rank 10).  Which form a pass ends in
+    depends only on its row counts, so the result never depends on the threads.
+    Statistics add (``+``) in row order.
 
     ``shift``: a number near the targets (the job takes the first row's) subtracted before
     summing, so that y'y - n mean^2 keeps its digits for offset targets (a year, a price in
@@ -48,9 +52,8 @@ class GPStats:
     def __init__(self, m: int, shift: float = 0.0):
         self.m, self.n = int(m), 0
         self.shift = float(shift)
-        self.blocks: list[tuple[np.ndarray, np.ndarray]] | None = []  # None: folded into G
-        self.G = self.c = self.s = None
-        self.yty = self.sy = 0.0
+        self.blocks: list[tuple[np.ndarray, np.ndarray]] | None = []  # None: folded into sums
+        self.sums: RidgeStats | None = None  # the sum form
 
     def update(self, V: np.ndarray, y: np.ndarray) -> None:
         y = np.asarray(y, dtype=np.float64) - self.shift
@@ -60,13 +63,13 @@ class GPStats:
             self.n += len(y)
             return
         self._fold()
-        V = np.asarray(V, dtype=np.float64)
-        self.G += V.T @ V
-        self.c += V.T @ y
-        self.s += V.sum(0)
-        self.yty += float(y @ y)
-        self.sy += float(y.sum())
+        self.sums.update(np.asarray(V, dtype=np.float64), y[:, None])
         self.n += len(y)
+
+    @property
+    def G(self) -> np.ndarray | None:
+        """``V'V`` (symmetric) of the sum form; None while the rows are kept."""
+        return None if self.sums is None else self.sums.gram()
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
         """(V, y) of the rows kept (while n <= m)."""
@@ -80,8 +83,8 @@ class GPStats:
             return
         V, y = self.rows()
         self.blocks = None
-        self.G, self.c, self.s = V.T @ V, V.T @ y, V.sum(0)
-        self.yty, self.sy = float(y @ y), float(y.sum())
+        self.sums = RidgeStats(self.m, 1)
+        self.sums.update(V, y[:, None])
 
     def __add__(self, other: GPStats) -> GPStats:
         if other.shift != self.shift:  # pragma: no cover - one job, one shift
@@ -91,9 +94,7 @@ class GPStats:
             out.blocks, out.n = self.blocks + other.blocks, self.n + other.n
             return out
         a, b = self._folded(), other._folded()
-        out.blocks, out.n = None, a.n + b.n
-        out.G, out.c, out.s = a.G + b.G, a.c + b.c, a.s + b.s
-        out.yty, out.sy = a.yty + b.yty, a.sy + b.sy
+        out.blocks, out.n, out.sums = None, a.n + b.n, a.sums + b.sums
         return out
 
     def _folded(self) -> GPStats:
@@ -111,11 +112,13 @@ class GPStats:
         if self.blocks is not None:  # centred exactly: offset targets keep their digits
             V, ys, mu, sd = self._standardized_rows()
             return mu, sd, V.T @ ys, float(ys @ ys)
-        mu = self.sy / self.n  # of the shifted targets
-        var = self.yty / self.n - mu * mu
+        S = self.sums
+        yy = float(S.YtY[0, 0])
+        mu = float(S.sY[0]) / self.n  # of the shifted targets
+        var = yy / self.n - mu * mu
         sd = float(np.sqrt(var)) if var > 0 else 1.0
-        c = (self.c - mu * self.s) / sd
-        yty = (self.yty - self.n * mu * mu) / (sd * sd)
+        c = (S.FtY[:, 0] - mu * S.sF) / sd
+        yty = (yy - self.n * mu * mu) / (sd * sd)
         return self.shift + mu, sd, c, yty
 
     def reduced(self, rel_tol: float = 1e-12) -> Reduced:
@@ -123,7 +126,7 @@ class GPStats:
         matrix) while they are kept, else from G (pivoted Cholesky)."""
         if self.blocks is None:
             _, _, c, yty = self.standardized()
-            return Reduced(self.G, c, yty, self.n, rel_tol)
+            return Reduced(self.sums.G, c, yty, self.n, rel_tol)  # its upper triangle
         if self.n < 2:
             raise InputError("GP regression needs at least 2 rows")
         V, ys, _, _ = self._standardized_rows()
