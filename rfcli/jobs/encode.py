@@ -609,7 +609,7 @@ def default_train_fits(memory: int | None, store_chunk_rows: int | None):
         if need <= budget:
             return None
         return (
-            f"{model.upper()} on m = {m} needs about {human(need)}, over {where}, {human(budget)}"
+            f"{model.upper()} on m = {m} needs about {human(need)}, over {where} of {human(budget)}"
         )
 
     return fits
