@@ -100,6 +100,29 @@ def test_a_clear_win_goes_to_more_bits(task):
     assert bc.one_se_choice([more_m, more_b]) is more_b
 
 
+def test_standard_errors_on_the_scale_of_the_extrapolated_scores():
+    """faithfuld at 2 KiB: b = 1's MSE, measured 6e-7 at 512 features, extrapolates to
+    1.9e-8 at m = 16384, b = 4's 5e-8 to 6e-9.  On the measured losses' scale the paired
+    SE (3.5e-8) hides b = 4's lead; scaled to the extrapolated scores it is 1.1e-9."""
+    rng = np.random.default_rng(4)
+    la, lb = rng.chisquare(1, 600) * 6e-7, rng.chisquare(1, 600) * 5e-8
+    sa, sb = -1.9e-8, -6e-9
+    scaled = bc.at_budget((sa, -la.mean(), 0.0, la), perfect=0.0)
+    assert scaled.mean() == pytest.approx(-sa)
+    errors = (rng.uniform(size=600) < 0.2).astype(float)  # accuracy: the error rate alike
+    assert bc.at_budget((0.9, 0.8, 0.7, errors), perfect=1.0).mean() == pytest.approx(
+        errors.mean() * 0.1 / 0.2
+    )
+
+    def cand(bits, m, score, losses):
+        return bc.Candidate(bits, m, 512, [1.0], [0], [score], [0.0], [0.0], losses=losses)
+
+    a = cand(1, 16384, sa, scaled)
+    b = cand(4, 4096, sb, bc.at_budget((sb, -lb.mean(), 0.0, lb), perfect=0.0))
+    assert bc.one_se_choice([a, b]) is b
+    assert bc.paired_se(la, lb) > sb - sa  # the measured scale: a tie, b = 1
+
+
 def test_paired_se_is_the_se_of_the_mean_difference():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=400), rng.normal(size=400)
