@@ -120,47 +120,6 @@ def check_fits(what: str, need: int, budget: int, hint: str) -> None:
         )
 
 
-def learner_need(model: str, m: int, k: int, folds: int = 0, rows: int | None = None,
-                 chunk_rows: int = 0) -> int:  # fmt: skip
-    """Fixed memory of a learner with m features and k outputs (float64 matrices), trained
-    on ``rows`` rows (None: not known) read in decoded chunks of ``chunk_rows`` rows.
-
-    Primal (rows >= m): KRR keeps Phi'Phi plus a Cholesky copy and solves (about 4 m^2),
-    and with ``folds``-fold cross-validation each fold's statistics and its eigenvectors
-    (2 x folds more; measured, 12,000 rows, 5 folds: peak RSS 2.57 GiB at m = 4096 and 8.39
-    GiB at m = 8192, 13.9 m^2 float64 between the two beside the buffers; the estimate
-    before, folds + 2 more, was 1.5 GiB short at m = 8192); each fold's statistics buffer
-    8192 float32 rows for their block product; the SVM keeps the Gram preconditioner and
-    its factor (2 m^2) and the weight vectors of its k outputs (times the folds, solved
-    together) with L-BFGS history, and one statistics buffer.  Three float32 copies of a
-    decoded chunk.
-
-    Dual (rows < m, rfcli.learn.dual): the rows' features (float32 while they are
-    gathered, float64 centred: 12 bytes per value) and about six n x n float64 matrices
-    (the kernel, a fold's centred block, its eigenvectors, the folds' held-out products,
-    the refit's factor), plus the SVM's per-column arrays.  Measured: faithfuld (4,219
-    rows, m = 16,384, 5-fold KRR) peaks at 1.33 GiB of RSS, where the primal estimate
-    said 24.5 GiB (docs/learning.md, "KRR: one pass for every fold").
-
-    >>> round(learner_need("krr", 16384, 1, 5, rows=4219) / 2**30, 2)
-    1.57
-    """
-    from rfcli.learn.dual import use_dual
-    from rfcli.learn.ridge import RidgeStats
-
-    if use_dual(rows, m):
-        n = int(rows)
-        cols = 8 * n * k * max(folds, 1) * 16 if model == "svm" else 8 * n * k * 4
-        return 12 * n * m + 6 * 8 * n * n + cols + 8 * m * k * 2
-    mm = 8 * m * m
-    if model == "svm":
-        need = 2 * mm + 8 * m * k * max(folds, 1) * 48
-    else:
-        need = (4 + 2 * folds) * mm + 8 * m * k * 4
-    buffers = max(folds if model != "svm" else 1, 1) * RidgeStats.SUB_ROWS32 * (m + k) * 4
-    return need + 3 * 4 * chunk_rows * m + buffers
-
-
 def steady_malloc() -> None:
     """glibc settings for the many passes of a learner (``rfcli train``): arrays up to 64 MiB
     come from the heap and up to 256 MiB of freed heap stay mapped (as :func:`encode_malloc`),

@@ -592,13 +592,13 @@ def default_train_fits(memory: int | None, store_chunk_rows: int | None):
     the task (the SVM for classes, KRR for a real-valued label; C / alpha by its default
     cross-validation) fits m features of k outputs on ``rows`` rows in ``memory`` bytes
     (None: the machine's physical memory, as ``train`` without ``memory``), else why not.
-    The need is ``train``'s own estimate (:func:`rfcli.memory.learner_need`), which refuses
-    the same store."""
-    from rfcli.jobs.train import TrainSettings, train_chunk_rows
-    from rfcli.memory import human, learner_need, physical_memory
+    The need is ``train``'s own estimate (:func:`rfcli.learn.footprint.learner_need`), which
+    refuses the same store."""
+    from rfcli.learn.footprint import CV_FOLDS, learner_need, train_chunk_rows
+    from rfcli.memory import human, physical_memory
 
     budget = physical_memory() if memory is None else memory
-    folds = TrainSettings().cv_folds
+    folds = CV_FOLDS
     where = "the memory budget" if memory is not None else "this machine's memory"
 
     def fits(m: int, task: str, k: int, rows: int | None) -> str | None:

@@ -27,11 +27,12 @@ from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged
 from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
+from rfcli.learn.footprint import CV_FOLDS, learner_need, train_chunk_rows
 from rfcli.learn.multiclass import SCHEMES, Columns
 from rfcli.learn.ridge import RidgeModel, alpha_candidates, alpha_floor
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
 from rfcli.learn.targets import Outputs, Targets
-from rfcli.memory import check_fits, learner_need
+from rfcli.memory import check_fits
 from rfcli.progress import NullProgress, Progress
 
 MODELS = ("svm", "krr")
@@ -108,7 +109,9 @@ class TrainSettings(Validated):
     loss: str = "squared_hinge"
     multiclass: str = "ovr"  # svm: one-vs-rest or one-vs-one columns (rfcli.learn.multiclass)
     task: str | None = None  # krr: classification (one-hot) or regression; default from the label
-    cv_folds: int = 5  # folds choosing C / alpha "auto"; 0 or 1: no selection (C = 1, middle alpha)
+    cv_folds: int = (
+        CV_FOLDS  # folds choosing C / alpha "auto"; 0 or 1: no selection (C = 1, middle alpha)
+    )
     seed: int = 0  # the folds' hash
     max_iter: int = 1000
     tol: float = 1e-7  # svm: L-BFGS-B's relative objective reduction; at least TOL_FLOOR
@@ -256,14 +259,6 @@ def _training_store(data, output, read, encode, y, res: Resources, progress):
     store = EncodedInput(source, sel, encoder, chunk_rows=encode.store_chunk_rows,
                          on_nan=read.on_nan)  # fmt: skip
     return store, {"input": source.path}
-
-
-def train_chunk_rows(store_chunk_rows: int, n_features: int, budget: int) -> int:
-    """Rows per decoded chunk of the svm/krr passes over a store with chunks of
-    ``store_chunk_rows`` rows: about 16 MiB of float32 features, fewer when the memory
-    ``budget`` is small, at most a store chunk."""
-    m = n_features
-    return max(256, min(8192, store_chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
 
 
 def _train_store(store, trained_on, output, settings: TrainSettings, res: Resources, *,

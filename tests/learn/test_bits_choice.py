@@ -288,7 +288,7 @@ def test_encode_never_chooses_a_store_the_default_train_refuses(tmp_path):
     next larger b, the chosen b and every smaller one are left out; train accepts the
     chosen store within the same budget and refuses the one chosen without it."""
     from rfcli.jobs.train import TrainSettings
-    from rfcli.memory import learner_need
+    from rfcli.learn.footprint import learner_need
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1200, 4))
@@ -319,7 +319,7 @@ def test_train_estimates_fewer_rows_than_features_by_the_dual(tmp_path):
     within a budget far below the primal's m x m estimate, which the same budget refuses
     once there are more rows than features."""
     from rfcli.jobs.train import TrainSettings
-    from rfcli.memory import learner_need
+    from rfcli.learn.footprint import learner_need
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(1100, 3))
