@@ -869,8 +869,8 @@ def _bench_doc(results: dict) -> list[str]:
             f"{CV_FOLDS}-fold cross-validation (stratified by class for the SVC, shuffled, "
             "seed 0; the validation score pooled over the folds) where its fit has at most "
             f"{CV_MAX_ROWS['classification']:,} (SVC) or {CV_MAX_ROWS['regression']:,} (KRR) "
-            "rows, and on one 80/20 split of the fit rows above that (5-fold costs three to five times "
-            "as much: 3.4-5.9 CPU minutes for the KRR sets of 3,100-3,700 fit rows, against "
+            "rows, and on one 80/20 split of the fit rows above that (5-fold costs three to "
+            "five times as much: 3.4-5.9 CPU minutes for the KRR sets of 3,100-3,700 fit rows, against "
             "2.4-2.9 for the 80/20 tuning of the two of 5,000); "
             "one kernel matrix per gamma serves every C / alpha and fold "
             '(`SVC(kernel="precomputed")`; for KRR an eigendecomposition per fold). It is '
