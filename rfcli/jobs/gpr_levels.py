@@ -433,8 +433,10 @@ class Levels:
                     chosen = self.tol
                     if self._data_error(cand, self._full(ell), red.n) <= target:
                         break
-                if chosen is None:
-                    self.tol = old
+                self.tol = old if chosen is None else chosen
+                if chosen is not None:
+                    level["refine_for_noise"] = self.tol
+                elif inside or not self._fits(nxt):
                     self.report["kernel_error_note"] = (
                         f"the kernel error on the data at the optimum ({on_data:.2g}) "
                         f"exceeds {NOISE_SHARE} x the learned noise/signal "
@@ -442,8 +444,8 @@ class Levels:
                         f"{self._too_large(too_large, 'for that tolerance')}"
                     )
                     return state, level["lml"], bool(inside), ell
-                self.tol = chosen
-                level["refine_for_noise"] = self.tol
+                # else the optimum is on its region's edge: the next level moves there at
+                # this tolerance, and refines for the noise from there (ames, 3-D ARD)
             elif inside and level["probe_error"] <= self.tol:
                 try:
                     smaller = len(self._map(nxt).w_) < SHRINK * len(fmap.w_)
@@ -455,6 +457,14 @@ class Levels:
                 return state, level["lml"], False, ell
             prev = (theta, level["lml"])
             ranges, thetas = nxt, [np.exp(theta)]
+
+    def _fits(self, ranges: np.ndarray) -> bool:
+        """Whether a rule for ``ranges`` at the current tolerance fits the node budget."""
+        try:
+            self._map(ranges)
+        except RuleTooLarge:
+            return False
+        return True
 
     def _record(self, kind, fmap, ranges, theta, red, spectral, history, scan_best=None):
         level = {
