@@ -351,6 +351,22 @@ def _set_step(D, Db, beta, b, j, A, bA, bb) -> None:
     Db[j] = 0.0 if np.isnan(bb) else bb - b[j]
 
 
+def _newton_report(C: float, steps: int, objective: float, done: np.ndarray, max_iter: int):
+    """The report of a dual finite Newton solve (every column, or each on its own rows)."""
+    converged = bool(done.all())
+    return {
+        "C": C,
+        "loss": "squared_hinge",
+        "iterations": steps,
+        "passes": 0,
+        "objective": objective,
+        "converged": converged,
+        "message": "the rows inside the margin no longer change (exact optimum)"
+        if converged
+        else f"{int((~done).sum())} column(s) still changing after {max_iter} Newton steps",
+    }
+
+
 def svm_newton(K, Y, train_mask, C, warm=None, max_iter=100, folds=None, tol=STALL,
                pool=None):  # fmt: skip
     """The squared-hinge SVM of every column of Y (n, k), +-1, on the rows where
@@ -435,18 +451,7 @@ def svm_newton(K, Y, train_mask, C, warm=None, max_iter=100, folds=None, tol=STA
         S[:, cols] = Sc + t * Delta
     viol = np.maximum(1 - Y * S, 0.0) * train_mask  # S = K beta + b, kept along the steps
     objective = 0.5 * float(np.einsum("ij,ij->", beta, S - b)) + C * float(np.sum(viol**2))
-    converged = bool(done.all())
-    report = {
-        "C": C,
-        "loss": "squared_hinge",
-        "iterations": steps,
-        "passes": 0,
-        "objective": objective,
-        "converged": converged,
-        "message": "the rows inside the margin no longer change (exact optimum)"
-        if converged
-        else f"{int((~done).sum())} column(s) still changing after {max_iter} Newton steps",
-    }
+    report = _newton_report(C, steps, objective, done, max_iter)
     return beta, b, S, report
 
 
@@ -563,18 +568,7 @@ def svm_newton_narrow(K, Y, train_mask, C, warm=None, max_iter=100, groups=None,
     viol = np.where(valid, np.maximum(1 - y * S, 0.0), 0.0)
     margin = np.where(valid, S - b[:, None], 0.0)
     objective = 0.5 * float(np.einsum("ij,ij->", margin, beta)) + C * float(np.sum(viol**2))
-    converged = bool(done.all())
-    report = {
-        "C": C,
-        "loss": "squared_hinge",
-        "iterations": steps,
-        "passes": 0,
-        "objective": objective,
-        "converged": converged,
-        "message": "the rows inside the margin no longer change (exact optimum)"
-        if converged
-        else f"{int((~done).sum())} column(s) still changing after {max_iter} Newton steps",
-    }
+    report = _newton_report(C, steps, objective, done, max_iter)
     return B, b, K @ B + b, report
 
 
