@@ -437,6 +437,15 @@ def fit_pass_part(chunks, start: int, fitter, stage: str, d: int, record: bool):
     return part
 
 
+def _pass1(engine, source, sel, read, fitter, title: str) -> Pass1:
+    """Pass 1 of ``fitter`` (an :class:`EncoderFitter` or :class:`PreprocessFitter`) over
+    the input by ``engine.chunk_pass``, its parts merged in row order."""
+    record = not engine.whole_pass  # one part needs no block record (d floats per block)
+    args = (fitter, "pass1", len(sel.features), record)
+    parts = engine.chunk_pass(source, sel, read, fit_pass_part, args, title=title)
+    return Pass1.merge_ordered(parts) if record else parts[0]
+
+
 def fit_encoder_on(engine, source, sel, settings, read, fmap=None, fits=None) -> Encoder:
     """The encoder ``settings`` describe (or of the unfitted map ``fmap``), fitted on the
     open ``source``'s selected columns ``sel``: the passes :class:`EncoderFitter` asks for,
@@ -447,9 +456,8 @@ def fit_encoder_on(engine, source, sel, settings, read, fmap=None, fits=None) ->
     total = fitter.n_passes + 1
     record = not engine.whole_pass  # one part needs no block record (d floats per block)
     if fitter.needs_pass1:
-        parts = engine.chunk_pass(source, sel, read, fit_pass_part, (fitter, "pass1", d, record),
-                                  title=f"fitting (pass 1/{total})")  # fmt: skip
-        fitter.finish_pass1(Pass1.merge_ordered(parts) if record else parts[0], d, path)
+        p1 = _pass1(engine, source, sel, read, fitter, f"fitting (pass 1/{total})")
+        fitter.finish_pass1(p1, d, path)
     else:
         fitter.finish_pass1(None, d, path)
     if fitter.needs_map_pass:
@@ -465,11 +473,7 @@ def fit_preprocessing_on(engine, source, sel, settings, read, title: str = "fitt
     columns ``sel`` by one pass (``engine.chunk_pass``, parts merged in row order as in
     :func:`fit_encoder_on`): what a job that chooses its map from the data needs first."""
     fitter = PreprocessFitter(settings)
-    d = len(sel.features)
-    record = not engine.whole_pass
-    parts = engine.chunk_pass(source, sel, read, fit_pass_part, (fitter, "pass1", d, record),
-                              title=title)  # fmt: skip
-    p1 = Pass1.merge_ordered(parts) if record else parts[0]
+    p1 = _pass1(engine, source, sel, read, fitter, title)
     if p1.n == 0:
         raise InputError(f"{source.path}: no rows")
     fitter.pre.fit_stats(p1.stats)
