@@ -350,7 +350,7 @@ class Levels:
         results, refused = [], []
         for i, g in enumerate(self._groups(starts)):
             try:
-                results.append(self._refine(g, i, [r[3] for r in results]))
+                results.append(self._refine(g, i, [(r[3], r[2]) for r in results]))
             except UsageError as e:
                 refused.append(e)
         if not results:
@@ -358,13 +358,14 @@ class Levels:
         if refused:
             self.report["skipped_groups"] = [str(e) for e in refused]
         best = max(results, key=lambda r: r[1])
-        self.report["converged"] = best[2] or any(r[2] for r in results)
+        self.report["converged"] = best[2]
         return self._done(*best[0])
 
-    def _refine(self, starts: list[dict], group: int, finished: list[np.ndarray]):
+    def _refine(self, starts: list[dict], group: int, finished: list[tuple[np.ndarray, bool]]):
         """Levels from ``starts``: (final state, its LML, converged, final lengthscales).  A
-        group stops when its optimum comes within F_IN of a ``finished`` group's: from there
-        it would refine to the same optimum."""
+        group stops when its optimum comes within F_IN of a ``finished`` group's (final
+        lengthscales, converged): from there it would refine to the same optimum, and it
+        counts as converged when that group did."""
         s = self.s
         ranges = self._trust([p["ell"] for p in starts])
         thetas = [theta_of(p) for p in starts]
@@ -395,9 +396,10 @@ class Levels:
                 & ((ell * F_IN <= ranges[:, 1]) | (ranges[:, 1] >= self.bounds[:, 1]))
             )
             state = (enc, st, red, spectral, theta, self.history, level)
-            if any(np.all(np.abs(np.log(ell / f)) <= np.log(F_IN)) for f in finished):
+            joined = [c for f, c in finished if np.all(np.abs(np.log(ell / f)) <= np.log(F_IN))]
+            if joined:
                 level["joined"] = True  # the optimum of a group already refined
-                return state, level["lml"], False, ell
+                return state, level["lml"], joined[0], ell
             nxt = self._trust([ell])
             # an optimum on its range's edge again and again (lengthscales running to a bound
             # level after level): the next range reaches F_OUT^hits beyond it
