@@ -207,11 +207,13 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 )
 @click.option(
     "--multiclass",
-    type=click.Choice(["ovr", "ovo"]),
-    default="ovr",
+    type=click.Choice(["auto", "ovr", "ovo"]),
+    default="auto",
     show_default=True,
     help="svm, more than 2 classes: one-vs-rest (K problems) or one-vs-one (K(K-1)/2 "
-    "problems on two classes' rows each, decided by votes).",
+    "problems on two classes' rows each, decided by votes); auto = one-vs-one when the "
+    "store has fewer rows than features (the SVM then trains in the dual, where it is the "
+    "cheaper), else one-vs-rest.",
 )
 @click.option(
     "--task",

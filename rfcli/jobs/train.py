@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_
 from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
 from rfcli.learn.footprint import CV_FOLDS, learner_need, train_chunk_rows
-from rfcli.learn.multiclass import SCHEMES, Columns
+from rfcli.learn.multiclass import TRAIN_SCHEMES, Columns, resolve
 from rfcli.learn.ridge import RidgeModel, alpha_candidates, alpha_floor
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
 from rfcli.learn.targets import Outputs, Targets
@@ -75,11 +75,12 @@ class TrainSettings(Validated):
         krr: the ridge; "auto": chosen by cross-validation from one pass's statistics.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
         svm: the loss.
-    multiclass : {"ovr", "ovo"}, default="ovr"
+    multiclass : {"auto", "ovr", "ovo"}, default="auto"
         svm with more than two classes: one-vs-rest (K problems, the largest score wins)
         or one-vs-one (K (K - 1) / 2 problems on two classes' rows each, decided by their
-        votes; ties: the larger summed decision value; docs/learning.md, Multi-class).
-        Two classes are one problem either way.
+        votes; ties: the larger summed decision value; docs/learning.md, Multi-class);
+        "auto": one-vs-one where the SVM trains in the dual (fewer rows than features),
+        one-vs-rest otherwise.  Two classes are one problem either way.
     task : {"classification", "regression"} or None, default=None
         krr: one-hot classification or regression (None: from the label's type).
     cv_folds : int, default=5
@@ -107,7 +108,7 @@ class TrainSettings(Validated):
     C: float | str = "auto"
     alpha: float | str = "auto"
     loss: str = "squared_hinge"
-    multiclass: str = "ovr"  # svm: one-vs-rest or one-vs-one columns (rfcli.learn.multiclass)
+    multiclass: str = "auto"  # svm: one-vs-rest / one-vs-one columns (rfcli.learn.multiclass)
     task: str | None = None  # krr: classification (one-hot) or regression; default from the label
     cv_folds: int = (
         CV_FOLDS  # folds choosing C / alpha "auto"; 0 or 1: no selection (C = 1, middle alpha)
@@ -125,7 +126,7 @@ class TrainSettings(Validated):
         "C": [_POSITIVE, Options("auto")],
         "alpha": [_POSITIVE, Options("auto")],
         "loss": [Options(*LOSSES)],
-        "multiclass": [Options(*SCHEMES)],
+        "multiclass": [Options(*TRAIN_SCHEMES)],
         "task": [Null(), Options("classification", "regression")],
         "cv_folds": [Interval("int", 0)],
         "seed": [Interval("int", 0)],
@@ -269,6 +270,9 @@ def _train_store(store, trained_on, output, settings: TrainSettings, res: Resour
     chunk_rows = train_chunk_rows(store.chunk_rows, m, budget)
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=0)
     targets = _read_targets(data, settings, progress)
+    if svm:  # the scheme trained ("auto": by the solver, which the rows and features fix)
+        in_dual = settings.loss == "squared_hinge" and dual.use_dual(store.n_rows, m)
+        settings = replace(settings, multiclass=resolve(settings.multiclass, in_dual))
     k = targets.n_outputs if not svm else Columns(targets.n_outputs, settings.multiclass).n
     folds = _n_folds(settings)
     dual_rows = store.n_rows if not svm or settings.loss == "squared_hinge" else None

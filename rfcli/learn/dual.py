@@ -455,121 +455,192 @@ def svm_newton(K, Y, train_mask, C, warm=None, max_iter=100, folds=None, tol=STA
     return beta, b, S, report
 
 
-def _sub(K: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """``K[rows][:, cols]`` gathering only those entries (not whole rows of K)."""
-    return K.take((rows * K.shape[1])[:, None] + cols[None, :])
+#: bytes of the narrow columns' kernel blocks ``K_{T_j T_j}`` kept across the Newton steps
+#: and the C values (above it they are gathered anew for each batch of each step)
+KEEP_BYTES = 256 << 20
+#: bytes of one batch of Newton systems (and kernel blocks) solved by one call
+BATCH_BYTES = 32 << 20
+#: a narrow column's Newton system is padded to the next multiple of this size, and those
+#: of one size are solved together: the size follows the column's own rows inside the
+#: margin, so its arithmetic is the same whatever the batch
+SIZE_STEP = 16
+#: systems larger than this are solved one by one by Cholesky on their own size (half the
+#: flops of the batched LU, and no padding: faster above about 64 rows, measured)
+BATCH_MAX = 64
 
 
-def _narrow_step(K, lam, U, L, nT, y, beta, b, work):
-    """Newton points and directions of :func:`svm_newton_narrow`'s columns ``work`` ((j, A)
-    pairs of one group: A the positions in T[j] inside the margin), from the kernel of the
-    group's rows U (gathered once; ``L[j]``: the positions of T[j] in U): per column the
-    step D on its rows (padded as T), Db, and ``Delta = K_{T_j T_j} D + Db`` (zero on the
-    padding).  The entries used are K's whatever the group: the same numbers."""
-    KU = _sub(K, U, U)
-    out = []
-    for j, A in work:
-        TA = L[j, A]
-        if len(A):
-            M = _sub(KU, TA, TA)
-            M.flat[:: len(A) + 1] += lam
-            bA, bb = _with_intercept(_spd_solve(M, np.column_stack([y[j, A], np.ones(len(A))])))
-        else:
-            bA, bb = np.zeros(0), np.nan
-        D = -beta[j]
-        D[A] += bA
-        Db = 0.0 if np.isnan(bb) else bb - b[j]
-        nz = np.flatnonzero(D)
-        Delta = np.zeros(len(D))
-        Delta[: nT[j]] = _sub(KU, L[j, : nT[j]], L[j, nz]) @ D[nz] + Db
-        out.append((D, Db, Delta))
-    return out
+def _blocks(K: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """``K_{T_j T_j}`` of the columns' (left-packed, padded) training rows T (c, r): (c, r, r)
+    (the padding's entries are K's first row's and column's: masked by the callers)."""
+    n = K.shape[0]
+    return K.take(T[:, :, None] * n + T[:, None, :])
 
 
-def svm_newton_narrow(K, Y, train_mask, C, warm=None, max_iter=100, groups=None, tol=STALL,
-                      pool=None):  # fmt: skip
-    """:func:`svm_newton` (the same method, arguments and results) for columns that each
-    train on a small part of the rows (one-vs-one: two classes' rows, about 2/K of them):
-    every column keeps its coefficients, scores and line search on its own training rows
-    T_j (padded to the largest), a step gathers the entries of ``K_{T_j T_j}`` it needs
-    instead of products over all n rows, and the scores of every row (K beta + b) are
-    formed once at the end.  ``groups``: the columns of one group (one-vs-one: a pair's
-    folds) share one gather of the kernel on the union of their rows per step (None: each
-    column alone); the numbers are K's either way.  A column's arithmetic depends on its
-    own rows only, not on the other columns or the threads."""
-    n, k = Y.shape
-    lam = 1.0 / (2.0 * C)
-    nT = train_mask.sum(axis=0)
-    r = max(int(nT.max()), 1)
-    valid = np.arange(r)[None, :] < nT[:, None]  # (k, r)
-    T = np.zeros((k, r), dtype=np.int64)
-    T[valid] = np.nonzero(train_mask.T)[1]  # each column's rows, in order
-    y = np.where(valid, Y.T[np.arange(k)[:, None], T], 0.0)
-    groups = np.arange(k) if groups is None else np.asarray(groups)
-    U, L = {}, np.zeros((k, r), dtype=np.int64)
-    for g in np.unique(groups):
-        js = np.flatnonzero(groups == g)
-        U[g] = np.flatnonzero(train_mask[:, js].any(axis=1))
-        L[js] = np.where(valid[js], np.searchsorted(U[g], T[js]), 0)
-    if warm is None:
-        beta, b, S = np.zeros((k, r)), np.zeros(k), np.zeros((k, r))
+def _batch_points(KA: np.ndarray, yA: np.ndarray, nA: np.ndarray, lam: float):
+    """Newton points of a batch of columns of one system size s: ``KA`` (c, s, s) the kernel
+    of each column's rows inside the margin (the first ``nA`` of s; the rest padding),
+    ``yA`` (c, s) their labels: (beta_A (c, s), zero on the padding; b (c,)) of
+    ``(K_AA + lam I) beta + b = y_A, 1'beta = 0`` (:func:`_direct_point`).  Up to
+    :data:`BATCH_MAX`: one batched solve, the padding decoupled as identity rows of a zero
+    right-hand side; above: each column's own rows by Cholesky.  b nan where no row is
+    inside."""
+    from scipy.linalg.lapack import dposv
+
+    c, s, _ = KA.shape
+    live = np.arange(s)[None, :] < nA[:, None]
+    if s <= BATCH_MAX:
+        M = np.where(live[:, :, None] & live[:, None, :], KA, 0.0)
+        d = np.arange(s)
+        M[:, d, d] += np.where(live, lam, 1.0)
+        R = np.stack([np.where(live, yA, 0.0), live.astype(np.float64)], axis=-1)
+        X = np.linalg.solve(M, R)
     else:
-        b = warm[1].copy()
-        beta = np.where(valid, warm[0].T[np.arange(k)[:, None], T], 0.0)
-        S0 = K @ warm[0] + b
-        S = np.where(valid, S0.T[np.arange(k)[:, None], T], 0.0)
-    used: list = [None] * k
-    full = np.zeros(k, dtype=bool)
-    done = np.zeros(k, dtype=bool)
-    steps = 0
-    while steps < max_iter:
-        inside = valid & (y * S < 1)
-        todo = []
-        for j in np.flatnonzero(~done):
-            A = np.flatnonzero(inside[j])
-            if full[j] and np.array_equal(A, used[j]):
-                done[j] = True
-                continue
-            used[j] = A
-            todo.append(j)
-        if not todo:
-            break
-        steps += 1
-        by_group: dict = {}
-        for j in todo:
-            by_group.setdefault(groups[j], []).append((j, used[j]))
-        jobs = [partial(_narrow_step, K, lam, U[g], L, nT, y, beta, b, w)
-                for g, w in by_group.items()]  # fmt: skip
-        res = [x for part in (pool.map(_call, jobs) if pool is not None else map(_call, jobs))
-               for x in part]  # fmt: skip
-        todo = [j for w in by_group.values() for j, _ in w]
-        cols = np.array(todo)
-        D = np.stack([x[0] for x in res])
-        Db = np.array([x[1] for x in res])
-        Delta = np.stack([x[2] for x in res])
-        Sc, bc, yc, vc = S[cols], b[cols], y[cols], valid[cols]
-        margin = np.where(vc, Sc - bc[:, None], 0.0)
-        a1 = np.einsum("ij,ij->i", margin, D)  # beta'K d
-        a2 = np.einsum("ij,ij->i", D, np.where(vc, Delta - Db[:, None], 0.0))  # d'K d
-        viol = np.where(vc, 1 - yc * Sc, -1.0)
-        rate = np.where(vc, yc * Delta, 0.0)
-        t = _line_searches(a1, a2, viol, rate, C)
-        full[cols] = np.abs(t - 1.0) <= 1e-9
-        old = np.square(np.maximum(viol, 0.0)).sum(axis=1)
-        new = np.square(np.maximum(viol - t[:, None] * rate, 0.0)).sum(axis=1)
-        gain = -(t * a1 + 0.5 * t * t * a2) + C * (old - new)
-        before = 0.5 * np.einsum("ij,ij->i", margin, beta[cols]) + C * old
-        done[cols] |= gain <= tol * np.maximum(before, 1e-300)
-        beta[cols] += t[:, None] * D
-        b[cols] += t * Db
-        S[cols] = Sc + t[:, None] * Delta
-    B = np.zeros((n, k))
-    B[T[valid], np.nonzero(valid)[0]] = beta[valid]
-    viol = np.where(valid, np.maximum(1 - y * S, 0.0), 0.0)
-    margin = np.where(valid, S - b[:, None], 0.0)
-    objective = 0.5 * float(np.einsum("ij,ij->", margin, beta)) + C * float(np.sum(viol**2))
-    report = _newton_report(C, steps, objective, done, max_iter)
-    return B, b, K @ B + b, report
+        X = np.zeros((c, s, 2))
+        R = np.stack([yA, np.ones_like(yA)], axis=-1)
+        for i in np.flatnonzero(nA):
+            a = int(nA[i])
+            M = KA[i, :a, :a].copy()
+            M.flat[:: a + 1] += lam
+            _, X[i, :a], info = dposv(M, R[i, :a], lower=0, overwrite_a=1)
+            if info != 0:
+                raise np.linalg.LinAlgError("the Newton system is not positive definite")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = X[..., 0].sum(axis=1) / X[..., 1].sum(axis=1)
+    beta = X[..., 0] - b[:, None] * X[..., 1]
+    none = nA == 0
+    beta[none], b[none] = 0.0, np.nan
+    return beta, b
+
+
+class NarrowColumns:
+    """:func:`svm_newton` (the same method) for columns that each train on a small part of
+    the rows (one-vs-one: two classes' rows, about 2/K of them): every column keeps its
+    coefficients, scores and line search on its own training rows T_j (left-packed,
+    padded to the largest), its kernel block ``K_{T_j T_j}`` is kept for every C (while
+    the blocks fit :data:`KEEP_BYTES`; else gathered per batch and step), and the Newton
+    systems of the columns are solved in batches of one system size (:data:`SIZE_STEP`),
+    without Python work per column.  A column's arithmetic depends on its own rows only,
+    not on the other columns, the batches or the threads.  The scores of other rows are
+    the caller's to form (the columns' coefficients are zero off their rows)."""
+
+    def __init__(self, K: np.ndarray, Y: np.ndarray, train_mask: np.ndarray):
+        n, k = Y.shape
+        self.K, self.n, self.k = K, n, k
+        nT = train_mask.sum(axis=0)
+        self.r = r = max(int(nT.max()), 1)
+        self.valid = np.arange(r)[None, :] < nT[:, None]  # (k, r)
+        self.T = np.zeros((k, r), dtype=np.int64)
+        self.T[self.valid] = np.nonzero(train_mask.T)[1]  # each column's rows, in order
+        self.y = np.where(self.valid, Y.T[np.arange(k)[:, None], self.T], 0.0)
+        self.KT = _blocks(K, self.T) if k * r * r * 8 <= KEEP_BYTES else None
+
+    def _times(self, D: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+        """``K_{T_j T_j} D_j`` of the columns ``cols`` (all: None), D (c, r) zero on padding."""
+        if self.KT is not None:
+            KT = self.KT if cols is None else self.KT[cols]
+            return np.matmul(KT, D[:, :, None])[:, :, 0]
+        cols = np.arange(self.k) if cols is None else cols
+        per = max(1, BATCH_BYTES // (8 * self.r * self.r))
+        out = np.empty_like(D)
+        for i in range(0, len(cols), per):
+            KT = _blocks(self.K, self.T[cols[i : i + per]])
+            out[i : i + per] = np.matmul(KT, D[i : i + per, :, None])[:, :, 0]
+        return out
+
+    def _batch(self, j, beta, b, S, order, nA, size, lam):
+        """Steps of the columns j (one system size): per column the Newton point on its
+        rows inside the margin (``order``'s first ``nA``: positions in T), the step D
+        towards it (c, r; zero on the padding), Db (c,) and ``Delta = K_{T_j T_j} D + Db``
+        (c, r; zero on the padding), formed as the Newton point's scores less the current
+        ones S (``K_{A T_j}`` is all of the kernel it needs: its rows A)."""
+        c = len(j)
+        at = np.arange(c)[:, None]
+        P = order[:, :size]
+        if self.KT is not None:  # the rows A of the kept blocks: contiguous copies
+            KAT = self.KT[j[:, None], P]  # (c, s, r)
+        else:
+            T = self.T[j]
+            KAT = self.K.take(T[at, P][:, :, None] * self.n + T[:, None, :])
+        r = KAT.shape[2]
+        KA = KAT.take((np.arange(c) * (size * r))[:, None, None]
+                      + (np.arange(size) * r)[None, :, None] + P[:, None, :])  # fmt: skip
+        bA, bb = _batch_points(KA, self.y[j][at, P], nA, lam)
+        valid = self.valid[j]
+        D = -beta.copy()
+        D[at, P] += bA
+        D = np.where(valid, D, 0.0)
+        Db = np.where(np.isnan(bb), 0.0, bb - b)
+        Delta = np.matmul(bA[:, None, :], KAT)[:, 0, :] + (b + Db)[:, None] - S
+        return D, Db, np.where(valid, Delta, 0.0)
+
+    def solve(self, C, warm=None, max_iter=100, tol=STALL, pool=None):
+        """Dual coefficients (n, k), zero off each column's rows, intercepts (k,) and the
+        report of the squared-hinge SVM at C (``warm``: a start (coefficients (n, k),
+        intercepts); the coefficients off a column's rows are not part of its problem)."""
+        k, r, valid, y = self.k, self.r, self.valid, self.y
+        lam = 1.0 / (2.0 * C)
+        if warm is None:
+            beta, b, S = np.zeros((k, r)), np.zeros(k), np.zeros((k, r))
+        else:
+            b = warm[1].copy()
+            beta = np.where(valid, warm[0].T[np.arange(k)[:, None], self.T], 0.0)
+            S = np.where(valid, self._times(beta) + b[:, None], 0.0)
+        used = np.zeros((k, r), dtype=bool)  # the rows inside the margin of each last step
+        full = np.zeros(k, dtype=bool)
+        done = np.zeros(k, dtype=bool)
+        steps = 0
+        while steps < max_iter:
+            inside = valid & (y * S < 1)
+            done |= ~done & full & (inside == used).all(axis=1)  # at its set's minimizer
+            cols = np.flatnonzero(~done)
+            if not len(cols):
+                break
+            steps += 1
+            used[cols] = inside[cols]
+            nA = inside[cols].sum(axis=1)
+            order = np.argsort(~inside[cols], axis=1, kind="stable")  # rows inside first
+            size = np.minimum(-(-np.maximum(nA, 1) // SIZE_STEP) * SIZE_STEP, r)
+            jobs, where = [], []
+            for s in np.unique(size):
+                at = np.flatnonzero(size == s)
+                per = max(1, BATCH_BYTES // (8 * int(s) * (r + 3 * int(s))))
+                for i in range(0, len(at), per):
+                    q = at[i : i + per]
+                    j = cols[q]
+                    jobs.append(partial(self._batch, j, beta[j], b[j], S[j], order[q], nA[q],
+                                        int(s), lam))  # fmt: skip
+                    where.append(q)
+            D, Db, Delta = np.zeros((len(cols), r)), np.zeros(len(cols)), np.zeros((len(cols), r))
+            for q, (d, db, dl) in zip(where, pool.map(_call, jobs) if pool else map(_call, jobs),
+                                      strict=True):  # fmt: skip
+                D[q], Db[q], Delta[q] = d, db, dl
+            Sc, bc, yc, vc = S[cols], b[cols], y[cols], valid[cols]
+            margin = np.where(vc, Sc - bc[:, None], 0.0)
+            a1 = np.einsum("ij,ij->i", margin, D)  # beta'K d
+            a2 = np.einsum("ij,ij->i", D, np.where(vc, Delta - Db[:, None], 0.0))  # d'K d
+            viol = np.where(vc, 1 - yc * Sc, -1.0)
+            rate = np.where(vc, yc * Delta, 0.0)
+            t = _line_searches(a1, a2, viol, rate, C)
+            full[cols] = np.abs(t - 1.0) <= 1e-9
+            old = np.square(np.maximum(viol, 0.0)).sum(axis=1)
+            new = np.square(np.maximum(viol - t[:, None] * rate, 0.0)).sum(axis=1)
+            gain = -(t * a1 + 0.5 * t * t * a2) + C * (old - new)
+            before = 0.5 * np.einsum("ij,ij->i", margin, beta[cols]) + C * old
+            done[cols] |= gain <= tol * np.maximum(before, 1e-300)
+            beta[cols] += t[:, None] * D
+            b[cols] += t * Db
+            S[cols] = Sc + t[:, None] * Delta
+        B = np.zeros((self.n, k))
+        B[self.T[valid], np.nonzero(valid)[0]] = beta[valid]
+        viol = np.where(valid, np.maximum(1 - y * S, 0.0), 0.0)
+        margin = np.where(valid, S - b[:, None], 0.0)
+        objective = 0.5 * float(np.einsum("ij,ij->", margin, beta)) + C * float(np.sum(viol**2))
+        return B, b, _newton_report(C, steps, objective, done, max_iter)
+
+
+def _solve_wide(K, Y, mask, C, warm, folds, max_iter, pool):
+    """:func:`svm_newton` as the solver of :func:`_train_svm`'s problems."""
+    return svm_newton(K, Y, mask, C, warm, max_iter, folds, pool=pool)
 
 
 def train_svm(passes, targets, seed: int, n_folds: int, C, grid, default_C: float,
@@ -602,24 +673,28 @@ def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, nor
     idx = targets.index(kern.y)
     columns = Columns(len(targets.classes), multiclass)
     k = columns.n
-    if columns.pairwise:  # each column on its two classes' rows: its own rows only
-
-        def newton(K, Y, mask, C, warm, max_iter, groups, pool):
-            return svm_newton_narrow(K, Y, mask, C, warm, max_iter, groups % k, pool=pool)
-    else:
-        newton = svm_newton
 
     def problem(nf: int):
-        """Y (+-1), training mask and the groups of columns that share their training rows
-        (one fold's one-vs-rest columns; each one-vs-one column alone) of the stacked
-        columns (fold-major)."""
+        """The solver ``C, warm -> (beta, b, scores of every row or None, report)`` of the
+        stacked columns (fold-major) of ``nf`` folds (0: all rows): one-vs-rest columns
+        on all their fold's rows (a fold's columns share the inverse of their system),
+        one-vs-one columns on their two classes' rows only (:class:`NarrowColumns`)."""
         cols = np.arange(k * max(nf, 1))
         Y, rows = columns.targets(idx, cols % k)
         mask = np.ones(Y.shape, dtype=bool) if rows is None else rows
         if nf >= 2:
             mask &= fid[:, None] != (cols // k)[None, :]
-        groups = cols if columns.pairwise else (cols // k if nf >= 2 else None)
-        return Y, mask, groups
+        if columns.pairwise:
+            narrow = NarrowColumns(kern.K, Y, mask)
+
+            def solve(C, warm):
+                beta, b, rep = narrow.solve(C, warm, max_iter, pool=pool)
+                return beta, b, None, rep
+        else:
+            folds = cols // k if nf >= 2 else None
+            solve = partial(_solve_wide, kern.K, Y, mask, folds=folds, max_iter=max_iter,
+                            pool=pool)  # fmt: skip
+        return solve
 
     report: dict[str, Any] = {"model": "svm", "task": "classification",
                               "loss": "squared_hinge", "solver": "dual",
@@ -629,20 +704,20 @@ def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, nor
         fid = kern.folds(seed, n_folds)
         sizes = np.bincount(fid, minlength=n_folds)
         selection.check_folds(sizes, kern.n)
-        Y, mask, groups = problem(n_folds)
+        solve = problem(n_folds)
         sols: dict[float, tuple] = {}
         steps: dict[float, int] = {}
 
         def evaluate(Cs: list[float]) -> dict[float, list[float]]:
             out = {}
             for c in Cs:
-                beta, b, S, rep = newton(kern.K, Y, mask, c, selection.path_start(sols, c),
-                                         max_iter, groups, pool=pool)  # fmt: skip
+                beta, b, S, rep = solve(c, selection.path_start(sols, c))
                 sols[c], steps[c] = (beta, b), rep["iterations"]
                 scores = []
                 for f in range(n_folds):
-                    V = fid == f
-                    pred = columns.decide(S[V][:, f * k : (f + 1) * k])
+                    V, fc = fid == f, slice(f * k, (f + 1) * k)
+                    Sv = S[V][:, fc] if S is not None else kern.K[V] @ beta[:, fc] + b[fc]
+                    pred = columns.decide(Sv)
                     scores.append(float(np.mean(pred == idx[V])))
                 out[c] = scores
             return out
@@ -663,8 +738,7 @@ def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, nor
     elif C == "auto":
         C = default_C
     C = float(C)
-    Y, mask, groups = problem(0)
-    beta, b, _, rep = newton(kern.K, Y, mask, C, warm, max_iter, groups, pool=pool)
+    beta, b, _, rep = problem(0)(C, warm)
     report.update(rep)
     report["total_passes"] = 1
     W, b0 = kern.primal(beta, b)

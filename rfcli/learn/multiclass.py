@@ -15,6 +15,12 @@
 
 Two classes are one problem either way: class 1 (+1) against class 0 (-1).
 
+``"auto"`` (the default of training) is one-vs-one where the SVM trains in the dual (fewer
+rows than features, rfcli.learn.dual: a pair's problem has about 2/K of the rows, so the K
+(K - 1) / 2 problems cost less than K one-vs-rest ones on all rows) and one-vs-rest in the
+primal (each problem passes over the features' m x m statistics: one-vs-one would cost
+about K / 2 times more there).  A model holds the scheme it was trained with.
+
 The per-class scores of one-vs-one (what a model's ``scores`` returns, and the estimators'
 ``decision_function``) are ``votes + t / (3 (1 + |t|))`` with t the summed decision value:
 the second term lies in (-1/3, 1/3) and grows with t, so their arg-max is the rule above.
@@ -24,7 +30,18 @@ from __future__ import annotations
 
 import numpy as np
 
+#: the schemes a model holds
 SCHEMES = ("ovr", "ovo")
+#: the schemes training takes
+TRAIN_SCHEMES = ("auto", *SCHEMES)
+
+
+def resolve(scheme: str, dual: bool) -> str:
+    """The scheme trained: ``"auto"`` is one-vs-one in the dual and one-vs-rest in the
+    primal (the module); the others as given."""
+    if scheme == "auto":
+        return "ovo" if dual else "ovr"
+    return scheme
 
 
 class Columns:

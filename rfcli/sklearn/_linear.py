@@ -107,11 +107,14 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     C : float or "auto", default="auto"
         Penalty; "auto": chosen by ``cv_folds``-fold cross-validation.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
-    multiclass : {"ovr", "ovo"}, default="ovr"
+    multiclass : {"auto", "ovr", "ovo"}, default="auto"
         More than two classes: one-vs-rest (one problem per class, the largest score wins)
         or one-vs-one (one problem per pair of classes on their rows, decided by votes; a
         tie goes to the tied class of the largest summed decision value, then to the first;
         docs/learning.md, Multi-class).  Cross-validation scores the voted predictions.
+        "auto": one-vs-one with fewer rows than features (the squared hinge then trains in
+        the dual, where one-vs-one is the cheaper), else one-vs-rest; ``model_.multiclass``
+        holds the scheme trained.
     normalized : bool, default=False
         Train on unit feature rows (Li & Li's normalized estimator).
     cv_folds : int, default=5
@@ -160,7 +163,7 @@ class RandomFeatureSVC(ClassifierMixin, _LinearBase):
     def __init__(self, kernel="gaussian", n_features=None, bits=None, quantizer=None, gamma="auto",
                  standardize=False, normalize_rows=False, kernel_params=None, C="auto",
                  loss="squared_hinge", normalized=False, cv_folds=5, max_iter=1000, tol=1e-7,
-                 random_state=0, row_bytes=None, probability=False, multiclass="ovr"):  # fmt: skip
+                 random_state=0, row_bytes=None, probability=False, multiclass="auto"):  # fmt: skip
         keep_params(self, locals())
 
     def fit(self, X, y):

@@ -165,7 +165,7 @@ def test_dual_svm_train_cv_and_model(wide_cls):
     a tie may differ), and the refit satisfies the primal optimality conditions."""
     from rfcli.learn.svm import fit_svm, loss_terms
 
-    res = train(wide_cls, None, TrainSettings(model="svm"))
+    res = train(wide_cls, None, TrainSettings(model="svm", multiclass="ovr"))
     r = res.report
     assert r["solver"] == "dual" and r["converged"] and r["C"] == r["cv"]["chosen"]
     F, y = decoded(wide_cls)
@@ -194,8 +194,9 @@ def test_dual_svm_train_cv_and_model(wide_cls):
 def test_dual_models_do_not_depend_on_the_threads(wide_cls, model):
     """The columns' Newton systems run on the engine's threads; every column's arithmetic
     is the same on any of them: models bit-identical for 1 and 3 threads."""
-    one = train(wide_cls, None, TrainSettings(model=model), threads=1).model
-    three = train(wide_cls, None, TrainSettings(model=model), threads=3).model
+    s = TrainSettings(model=model, multiclass="ovr")  # one-vs-one: tests/learn/test_multiclass.py
+    one = train(wide_cls, None, s, threads=1).model
+    three = train(wide_cls, None, s, threads=3).model
     assert np.array_equal(one.W, three.W) and np.array_equal(one.b, three.b)
 
 

@@ -208,7 +208,7 @@ def test_model_files_keep_the_scheme_and_old_files_are_ovr(wide, tmp_path):
     np.testing.assert_array_equal(back.columns.pairs, res.model.columns.pairs)
     np.testing.assert_array_equal(back.scores(F), res.model.scores(F))
     # a file written before the scheme existed: no multiclass field, no pairs
-    ovr = train(wide, None, TrainSettings(C=1.0)).model
+    ovr = train(wide, None, TrainSettings(C=1.0, multiclass="ovr")).model
     old = os.fspath(tmp_path / "old.npz")
     save_model(old, ovr, res.encoder)
     with np.load(old, allow_pickle=False) as z:
@@ -220,6 +220,17 @@ def test_model_files_keep_the_scheme_and_old_files_are_ovr(wide, tmp_path):
     back, _, _ = load_model(old)
     assert back.multiclass == "ovr" and back.W.shape[1] == 4
     np.testing.assert_array_equal(back.predict(F), ovr.predict(F))
+
+
+def test_auto_is_ovo_in_the_dual_and_ovr_in_the_primal(wide, tall):
+    """The default scheme follows the solver: one-vs-one on the store with fewer rows than
+    features (the dual), one-vs-rest on the one with more; the same models as asked for."""
+    for store, scheme, solver in ((wide, "ovo", "dual"), (tall, "ovr", None)):
+        auto = train(store, None, TrainSettings(C=1.0))
+        given = train(store, None, TrainSettings(C=1.0, multiclass=scheme))
+        assert auto.model.multiclass == scheme and auto.report["multiclass"] == scheme
+        assert auto.report.get("solver") == solver
+        assert np.array_equal(auto.model.W, given.model.W)
 
 
 def test_a_bad_scheme_is_refused_naming_it(wide):
