@@ -516,14 +516,17 @@ class NarrowColumns:
     """:func:`svm_newton` (the same method) for columns that each train on a small part of
     the rows (one-vs-one: two classes' rows, about 2/K of them): every column keeps its
     coefficients, scores and line search on its own training rows T_j (left-packed,
-    padded to the largest), its kernel block ``K_{T_j T_j}`` is kept for every C (while
-    the blocks fit :data:`KEEP_BYTES`; else gathered per batch and step), and the Newton
-    systems of the columns are solved in batches of one system size (:data:`SIZE_STEP`),
-    without Python work per column.  A column's arithmetic depends on its own rows only,
-    not on the other columns, the batches or the threads.  The scores of other rows are
-    the caller's to form (the columns' coefficients are zero off their rows)."""
+    padded to the largest); the columns of a group (one pair's folds) share the kernel
+    block ``K_{UU}`` of the union U of their rows, kept for every step and C (while the
+    blocks fit :data:`KEEP_BYTES`; else gathered anew), so that a step's products are one
+    ``K_{UU}`` times the group's steps; the Newton systems are solved in batches of one
+    system size (:data:`SIZE_STEP`), without Python work per column.  A column's Newton
+    systems depend on its own rows only; the batches and groups are fixed by the data,
+    not by the threads.  The scores of other rows are the caller's to form (the columns'
+    coefficients are zero off their rows)."""
 
-    def __init__(self, K: np.ndarray, Y: np.ndarray, train_mask: np.ndarray):
+    def __init__(self, K: np.ndarray, Y: np.ndarray, train_mask: np.ndarray,
+                 groups: np.ndarray | None = None):  # fmt: skip
         n, k = Y.shape
         self.K, self.n, self.k = K, n, k
         nT = train_mask.sum(axis=0)
@@ -532,46 +535,60 @@ class NarrowColumns:
         self.T = np.zeros((k, r), dtype=np.int64)
         self.T[self.valid] = np.nonzero(train_mask.T)[1]  # each column's rows, in order
         self.y = np.where(self.valid, Y.T[np.arange(k)[:, None], self.T], 0.0)
-        self.KT = _blocks(K, self.T) if k * r * r * 8 <= KEEP_BYTES else None
+        groups = np.arange(k) if groups is None else np.asarray(groups)
+        self.gid = np.unique(groups, return_inverse=True)[1].reshape(-1)
+        members = [np.flatnonzero(self.gid == g) for g in range(int(self.gid.max()) + 1)]
+        rows = [np.flatnonzero(train_mask[:, js].any(axis=1)) for js in members]
+        self.u = u = max(max(len(x) for x in rows), 1)
+        self.width = max(len(js) for js in members)
+        self.U = np.zeros((len(members), u), dtype=np.int64)
+        self.slot = np.zeros(k, dtype=np.int64)  # a column's place among its group's
+        self.L = np.zeros((k, r), dtype=np.int64)  # the positions in U of T_j's rows
+        for g, (js, Ug) in enumerate(zip(members, rows, strict=True)):
+            self.U[g, : len(Ug)] = Ug
+            self.slot[js] = np.arange(len(js))
+            self.L[js] = np.where(self.valid[js], np.searchsorted(Ug, self.T[js]), 0)
+        fits = len(members) * u * u * 8 <= KEEP_BYTES
+        self.KU = _blocks(K, self.U) if fits else None
 
     def _times(self, D: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
-        """``K_{T_j T_j} D_j`` of the columns ``cols`` (all: None), D (c, r) zero on padding."""
-        if self.KT is not None:
-            KT = self.KT if cols is None else self.KT[cols]
-            return np.matmul(KT, D[:, :, None])[:, :, 0]
+        """``K_{T_j T_j} D_j`` of the columns ``cols`` (all: None), D (c, r) zero on the
+        padding: per group, ``K_{UU}`` times the matrix of its columns' D (one product)."""
         cols = np.arange(self.k) if cols is None else cols
-        per = max(1, BATCH_BYTES // (8 * self.r * self.r))
-        out = np.empty_like(D)
-        for i in range(0, len(cols), per):
-            KT = _blocks(self.K, self.T[cols[i : i + per]])
-            out[i : i + per] = np.matmul(KT, D[i : i + per, :, None])[:, :, 0]
-        return out
+        u, w = self.u, self.width
+        G = len(self.U)
+        vv = self.valid[cols]
+        at = (self.gid[cols] * (u * w))[:, None] + self.L[cols] * w + self.slot[cols][:, None]
+        Dg = np.zeros(G * u * w)
+        Dg[at[vv]] = D[vv]
+        Dg = Dg.reshape(G, u, w)
+        if self.KU is not None:
+            KD = np.matmul(self.KU, Dg)
+        else:
+            KD = np.empty_like(Dg)
+            per = max(1, BATCH_BYTES // (8 * u * u))
+            for i in range(0, G, per):
+                KD[i : i + per] = np.matmul(_blocks(self.K, self.U[i : i + per]), Dg[i : i + per])
+        return np.where(vv, KD.reshape(-1).take(at), 0.0)
 
-    def _batch(self, j, beta, b, S, order, nA, size, lam):
+    def _batch(self, j, beta, b, order, nA, size, lam):
         """Steps of the columns j (one system size): per column the Newton point on its
         rows inside the margin (``order``'s first ``nA``: positions in T), the step D
-        towards it (c, r; zero on the padding), Db (c,) and ``Delta = K_{T_j T_j} D + Db``
-        (c, r; zero on the padding), formed as the Newton point's scores less the current
-        ones S (``K_{A T_j}`` is all of the kernel it needs: its rows A)."""
-        c = len(j)
-        at = np.arange(c)[:, None]
+        towards it (c, r; zero on the padding) and Db (c,)."""
+        at = np.arange(len(j))[:, None]
         P = order[:, :size]
-        if self.KT is not None:  # the rows A of the kept blocks: contiguous copies
-            KAT = self.KT[j[:, None], P]  # (c, s, r)
+        if self.KU is not None:  # flat indices into the kept blocks (groups, u, u)
+            u = self.u
+            LA = self.L[j][at, P]
+            KA = self.KU.take((self.gid[j] * (u * u))[:, None, None] + (LA * u)[:, :, None]
+                              + LA[:, None, :])  # fmt: skip
         else:
-            T = self.T[j]
-            KAT = self.K.take(T[at, P][:, :, None] * self.n + T[:, None, :])
-        r = KAT.shape[2]
-        KA = KAT.take((np.arange(c) * (size * r))[:, None, None]
-                      + (np.arange(size) * r)[None, :, None] + P[:, None, :])  # fmt: skip
+            TA = self.T[j][at, P]
+            KA = self.K.take(TA[:, :, None] * self.n + TA[:, None, :])
         bA, bb = _batch_points(KA, self.y[j][at, P], nA, lam)
-        valid = self.valid[j]
         D = -beta.copy()
         D[at, P] += bA
-        D = np.where(valid, D, 0.0)
-        Db = np.where(np.isnan(bb), 0.0, bb - b)
-        Delta = np.matmul(bA[:, None, :], KAT)[:, 0, :] + (b + Db)[:, None] - S
-        return D, Db, np.where(valid, Delta, 0.0)
+        return np.where(self.valid[j], D, 0.0), np.where(np.isnan(bb), 0.0, bb - b)
 
     def solve(self, C, warm=None, max_iter=100, tol=STALL, pool=None):
         """Dual coefficients (n, k), zero off each column's rows, intercepts (k,) and the
@@ -603,21 +620,23 @@ class NarrowColumns:
             jobs, where = [], []
             for s in np.unique(size):
                 at = np.flatnonzero(size == s)
-                per = max(1, BATCH_BYTES // (8 * int(s) * (r + 3 * int(s))))
+                per = max(1, BATCH_BYTES // (8 * 4 * int(s) ** 2))
                 for i in range(0, len(at), per):
                     q = at[i : i + per]
                     j = cols[q]
-                    jobs.append(partial(self._batch, j, beta[j], b[j], S[j], order[q], nA[q],
-                                        int(s), lam))  # fmt: skip
+                    jobs.append(partial(self._batch, j, beta[j], b[j], order[q], nA[q], int(s),
+                                        lam))  # fmt: skip
                     where.append(q)
-            D, Db, Delta = np.zeros((len(cols), r)), np.zeros(len(cols)), np.zeros((len(cols), r))
-            for q, (d, db, dl) in zip(where, pool.map(_call, jobs) if pool else map(_call, jobs),
-                                      strict=True):  # fmt: skip
-                D[q], Db[q], Delta[q] = d, db, dl
+            D, Db = np.zeros((len(cols), r)), np.zeros(len(cols))
+            for q, (d, db) in zip(where, pool.map(_call, jobs) if pool else map(_call, jobs),
+                                  strict=True):  # fmt: skip
+                D[q], Db[q] = d, db
             Sc, bc, yc, vc = S[cols], b[cols], y[cols], valid[cols]
+            KD = self._times(D, cols if len(cols) < k else None)
+            Delta = np.where(vc, KD + Db[:, None], 0.0)
             margin = np.where(vc, Sc - bc[:, None], 0.0)
             a1 = np.einsum("ij,ij->i", margin, D)  # beta'K d
-            a2 = np.einsum("ij,ij->i", D, np.where(vc, Delta - Db[:, None], 0.0))  # d'K d
+            a2 = np.einsum("ij,ij->i", D, KD)  # d'K d
             viol = np.where(vc, 1 - yc * Sc, -1.0)
             rate = np.where(vc, yc * Delta, 0.0)
             t = _line_searches(a1, a2, viol, rate, C)
@@ -685,7 +704,7 @@ def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, nor
         if nf >= 2:
             mask &= fid[:, None] != (cols // k)[None, :]
         if columns.pairwise:
-            narrow = NarrowColumns(kern.K, Y, mask)
+            narrow = NarrowColumns(kern.K, Y, mask, groups=cols % k)  # a pair's folds
 
             def solve(C, warm):
                 beta, b, rep = narrow.solve(C, warm, max_iter, pool=pool)

@@ -174,6 +174,20 @@ def test_dual_cv_scores_the_folds_votes(wide):
             assert abs(cv["fold_scores"][C][f] - acc) <= close / len(te) + 1e-12, (C, f)
 
 
+def test_dual_ovo_does_not_depend_on_its_batches_or_kept_blocks(wide, monkeypatch):
+    """The one-vs-one columns' Newton systems solved one column per batch, and the kernel
+    blocks gathered anew at every step instead of kept: the same model, bit for bit (a
+    column's systems and products are its own whatever the batch)."""
+    s = TrainSettings(multiclass="ovo", cv_folds=3)
+    kept = train(wide, None, s).model
+    monkeypatch.setattr(dual, "BATCH_BYTES", 1)
+    one = train(wide, None, s).model
+    monkeypatch.setattr(dual, "KEEP_BYTES", 0)
+    gathered = train(wide, None, s).model
+    for other in (one, gathered):
+        assert np.array_equal(kept.W, other.W) and np.array_equal(kept.b, other.b)
+
+
 @pytest.mark.parametrize("which", ["wide", "tall"])
 def test_ovo_models_do_not_depend_on_the_threads(which, request):
     store = request.getfixturevalue(which)
