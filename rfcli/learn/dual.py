@@ -551,24 +551,28 @@ class NarrowColumns:
         fits = len(members) * u * u * 8 <= KEEP_BYTES
         self.KU = _blocks(K, self.U) if fits else None
 
-    def _times(self, D: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
-        """``K_{T_j T_j} D_j`` of the columns ``cols`` (all: None), D (c, r) zero on the
-        padding: per group, ``K_{UU}`` times the matrix of its columns' D (one product)."""
+    def _times(self, D: np.ndarray, cols: np.ndarray | None = None, g0: int = 0,
+               g1: int | None = None) -> np.ndarray:  # fmt: skip
+        """``K_{T_j T_j} D_j`` of the columns ``cols`` (all: None; of the groups g0..g1 - 1),
+        D (c, r) zero on the padding: per group, ``K_{UU}`` times the matrix of its
+        columns' D (one product)."""
         cols = np.arange(self.k) if cols is None else cols
+        g1 = len(self.U) if g1 is None else g1
         u, w = self.u, self.width
-        G = len(self.U)
         vv = self.valid[cols]
-        at = (self.gid[cols] * (u * w))[:, None] + self.L[cols] * w + self.slot[cols][:, None]
-        Dg = np.zeros(G * u * w)
+        head = (self.gid[cols] - g0) * (u * w) + self.slot[cols]
+        at = head[:, None] + self.L[cols] * w
+        Dg = np.zeros((g1 - g0) * u * w)
         Dg[at[vv]] = D[vv]
-        Dg = Dg.reshape(G, u, w)
+        Dg = Dg.reshape(g1 - g0, u, w)
         if self.KU is not None:
-            KD = np.matmul(self.KU, Dg)
+            KD = np.matmul(self.KU[g0:g1], Dg)
         else:
             KD = np.empty_like(Dg)
             per = max(1, BATCH_BYTES // (8 * u * u))
-            for i in range(0, G, per):
-                KD[i : i + per] = np.matmul(_blocks(self.K, self.U[i : i + per]), Dg[i : i + per])
+            for i in range(0, g1 - g0, per):
+                KU = _blocks(self.K, self.U[g0 + i : g0 + i + per])
+                KD[i : i + per] = np.matmul(KU, Dg[i : i + per])
         return np.where(vv, KD.reshape(-1).take(at), 0.0)
 
     def _batch(self, j, beta, b, order, nA, size, lam):
@@ -590,49 +594,71 @@ class NarrowColumns:
         D[at, P] += bA
         return np.where(self.valid[j], D, 0.0), np.where(np.isnan(bb), 0.0, bb - b)
 
-    def solve(self, C, warm=None, max_iter=100, tol=STALL, pool=None):
+    def solve(self, C, warm=None, max_iter=100, tol=STALL, pool=None, parts=1):
         """Dual coefficients (n, k), zero off each column's rows, intercepts (k,) and the
         report of the squared-hinge SVM at C (``warm``: a start (coefficients (n, k),
-        intercepts); the coefficients off a column's rows are not part of its problem)."""
-        k, r, valid, y = self.k, self.r, self.valid, self.y
-        lam = 1.0 / (2.0 * C)
+        intercepts); the coefficients off a column's rows are not part of its problem).
+        The groups are split into ``parts`` ranges solved on ``pool``'s threads (each
+        column's arithmetic is its own: the same model for any split)."""
+        k, r, valid = self.k, self.r, self.valid
         if warm is None:
             beta, b, S = np.zeros((k, r)), np.zeros(k), np.zeros((k, r))
         else:
             b = warm[1].copy()
             beta = np.where(valid, warm[0].T[np.arange(k)[:, None], self.T], 0.0)
             S = np.where(valid, self._times(beta) + b[:, None], 0.0)
-        used = np.zeros((k, r), dtype=bool)  # the rows inside the margin of each last step
-        full = np.zeros(k, dtype=bool)
+        G = len(self.U)
+        edges = np.linspace(0, G, max(1, min(int(parts), G)) + 1).astype(np.int64)
+        jobs, cols = [], []
+        for g0, g1 in zip(edges[:-1], edges[1:], strict=True):
+            c = np.flatnonzero((self.gid >= g0) & (self.gid < g1))
+            cols.append(c)
+            jobs.append(partial(self._newton, c, int(g0), int(g1), beta[c], b[c], S[c], C,
+                                max_iter, tol))  # fmt: skip
         done = np.zeros(k, dtype=bool)
+        steps = 0
+        outs = pool.map(_call, jobs) if pool is not None and len(jobs) > 1 else map(_call, jobs)
+        for c, (bt, bb, sc, st, dn) in zip(cols, outs, strict=True):
+            beta[c], b[c], S[c], done[c] = bt, bb, sc, dn
+            steps = max(steps, st)
+        B = np.zeros((self.n, k))
+        B[self.T[valid], np.nonzero(valid)[0]] = beta[valid]
+        viol = np.where(valid, np.maximum(1 - self.y * S, 0.0), 0.0)
+        margin = np.where(valid, S - b[:, None], 0.0)
+        objective = 0.5 * float(np.einsum("ij,ij->", margin, beta)) + C * float(np.sum(viol**2))
+        return B, b, _newton_report(C, steps, objective, done, max_iter)
+
+    def _newton(self, cols, g0, g1, beta, b, S, C, max_iter, tol):
+        """The finite Newton method on the columns ``cols`` (those of the groups g0..g1 - 1)
+        from (beta, b, S) (their rows): (beta, b, S, steps, done)."""
+        c, r = len(cols), self.r
+        valid, y = self.valid[cols], self.y[cols]
+        lam = 1.0 / (2.0 * C)
+        used = np.zeros((c, r), dtype=bool)  # the rows inside the margin of each last step
+        full = np.zeros(c, dtype=bool)
+        done = np.zeros(c, dtype=bool)
         steps = 0
         while steps < max_iter:
             inside = valid & (y * S < 1)
             done |= ~done & full & (inside == used).all(axis=1)  # at its set's minimizer
-            cols = np.flatnonzero(~done)
-            if not len(cols):
+            todo = np.flatnonzero(~done)
+            if not len(todo):
                 break
             steps += 1
-            used[cols] = inside[cols]
-            nA = inside[cols].sum(axis=1)
-            order = np.argsort(~inside[cols], axis=1, kind="stable")  # rows inside first
+            used[todo] = inside[todo]
+            nA = inside[todo].sum(axis=1)
+            order = np.argsort(~inside[todo], axis=1, kind="stable")  # rows inside first
             size = np.minimum(-(-np.maximum(nA, 1) // SIZE_STEP) * SIZE_STEP, r)
-            jobs, where = [], []
+            D, Db = np.zeros((len(todo), r)), np.zeros(len(todo))
             for s in np.unique(size):
                 at = np.flatnonzero(size == s)
                 per = max(1, BATCH_BYTES // (8 * 4 * int(s) ** 2))
                 for i in range(0, len(at), per):
                     q = at[i : i + per]
-                    j = cols[q]
-                    jobs.append(partial(self._batch, j, beta[j], b[j], order[q], nA[q], int(s),
-                                        lam))  # fmt: skip
-                    where.append(q)
-            D, Db = np.zeros((len(cols), r)), np.zeros(len(cols))
-            for q, (d, db) in zip(where, pool.map(_call, jobs) if pool else map(_call, jobs),
-                                  strict=True):  # fmt: skip
-                D[q], Db[q] = d, db
-            Sc, bc, yc, vc = S[cols], b[cols], y[cols], valid[cols]
-            KD = self._times(D, cols if len(cols) < k else None)
+                    D[q], Db[q] = self._batch(cols[todo[q]], beta[todo[q]], b[todo[q]],
+                                              order[q], nA[q], int(s), lam)  # fmt: skip
+            Sc, bc, yc, vc = S[todo], b[todo], y[todo], valid[todo]
+            KD = self._times(D, cols[todo], g0, g1)
             Delta = np.where(vc, KD + Db[:, None], 0.0)
             margin = np.where(vc, Sc - bc[:, None], 0.0)
             a1 = np.einsum("ij,ij->i", margin, D)  # beta'K d
@@ -640,21 +666,16 @@ class NarrowColumns:
             viol = np.where(vc, 1 - yc * Sc, -1.0)
             rate = np.where(vc, yc * Delta, 0.0)
             t = _line_searches(a1, a2, viol, rate, C)
-            full[cols] = np.abs(t - 1.0) <= 1e-9
+            full[todo] = np.abs(t - 1.0) <= 1e-9
             old = np.square(np.maximum(viol, 0.0)).sum(axis=1)
             new = np.square(np.maximum(viol - t[:, None] * rate, 0.0)).sum(axis=1)
             gain = -(t * a1 + 0.5 * t * t * a2) + C * (old - new)
-            before = 0.5 * np.einsum("ij,ij->i", margin, beta[cols]) + C * old
-            done[cols] |= gain <= tol * np.maximum(before, 1e-300)
-            beta[cols] += t[:, None] * D
-            b[cols] += t * Db
-            S[cols] = Sc + t[:, None] * Delta
-        B = np.zeros((self.n, k))
-        B[self.T[valid], np.nonzero(valid)[0]] = beta[valid]
-        viol = np.where(valid, np.maximum(1 - y * S, 0.0), 0.0)
-        margin = np.where(valid, S - b[:, None], 0.0)
-        objective = 0.5 * float(np.einsum("ij,ij->", margin, beta)) + C * float(np.sum(viol**2))
-        return B, b, _newton_report(C, steps, objective, done, max_iter)
+            before = 0.5 * np.einsum("ij,ij->i", margin, beta[todo]) + C * old
+            done[todo] |= gain <= tol * np.maximum(before, 1e-300)
+            beta[todo] += t[:, None] * D
+            b[todo] += t * Db
+            S[todo] = Sc + t[:, None] * Delta
+        return beta, b, S, steps, done
 
 
 def _solve_wide(K, Y, mask, C, warm, folds, max_iter, pool):
@@ -677,13 +698,13 @@ def train_svm(passes, targets, seed: int, n_folds: int, C, grid, default_C: floa
             one_blas_thread(),
             ThreadPoolExecutor(threads, thread_name_prefix="rfcli-newton") as pool,
         ):
-            return _train_svm(*args, pool, multiclass)
+            return _train_svm(*args, pool, multiclass, threads)
     with one_blas_thread():
-        return _train_svm(*args, None, multiclass)
+        return _train_svm(*args, None, multiclass, 1)
 
 
 def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, normalized,
-               progress, pool, multiclass):  # fmt: skip
+               progress, pool, multiclass, threads):  # fmt: skip
     from rfcli.learn import selection
     from rfcli.learn.multiclass import Columns
     from rfcli.learn.svm import LinearSVM
@@ -707,7 +728,7 @@ def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, nor
             narrow = NarrowColumns(kern.K, Y, mask, groups=cols % k)  # a pair's folds
 
             def solve(C, warm):
-                beta, b, rep = narrow.solve(C, warm, max_iter, pool=pool)
+                beta, b, rep = narrow.solve(C, warm, max_iter, pool=pool, parts=threads)
                 return beta, b, None, rep
         else:
             folds = cols // k if nf >= 2 else None
