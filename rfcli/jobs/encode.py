@@ -594,7 +594,7 @@ def default_train_fits(memory: int | None, store_chunk_rows: int | None):
     (None: the machine's physical memory, as ``train`` without ``memory``), else why not.
     The need is ``train``'s own estimate (:func:`rfcli.learn.footprint.learner_need`), which
     refuses the same store."""
-    from rfcli.learn.footprint import CV_FOLDS, learner_need, train_chunk_rows
+    from rfcli.learn.footprint import CV_FOLDS, learner_need, svm_columns, train_chunk_rows
     from rfcli.memory import human, physical_memory
 
     budget = physical_memory() if memory is None else memory
@@ -605,7 +605,10 @@ def default_train_fits(memory: int | None, store_chunk_rows: int | None):
         model = "svm" if task == "classification" else "krr"
         # the default store chunk (None): train reads at most 8192 rows a chunk anyway
         chunk = train_chunk_rows(store_chunk_rows or 8192, m, budget)
-        need = learner_need(model, m, k, folds, rows=rows, chunk_rows=chunk)
+        pairwise = False
+        if model == "svm":  # train's default scheme on these rows (k: classes, or 1 for two)
+            k, pairwise = svm_columns(max(k, 2), "auto", rows, m)
+        need = learner_need(model, m, k, folds, rows=rows, chunk_rows=chunk, pairwise=pairwise)
         if need <= budget:
             return None
         return (

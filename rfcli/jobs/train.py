@@ -273,10 +273,12 @@ def _train_store(store, trained_on, output, settings: TrainSettings, res: Resour
     if svm:  # the scheme trained ("auto": by the solver, which the rows and features fix)
         in_dual = settings.loss == "squared_hinge" and dual.use_dual(store.n_rows, m)
         settings = replace(settings, multiclass=resolve(settings.multiclass, in_dual))
-    k = targets.n_outputs if not svm else Columns(targets.n_outputs, settings.multiclass).n
+    columns = Columns(targets.n_outputs, settings.multiclass) if svm else None
+    k = targets.n_outputs if not svm else columns.n
     folds = _n_folds(settings)
     dual_rows = store.n_rows if not svm or settings.loss == "squared_hinge" else None
-    need = learner_need(settings.model, m, k, folds, rows=dual_rows, chunk_rows=chunk_rows)
+    need = learner_need(settings.model, m, k, folds, rows=dual_rows, chunk_rows=chunk_rows,
+                        pairwise=svm and columns.pairwise)  # fmt: skip
     fewer = "a store with fewer features" if "store" in trained_on else "fewer features"
     check_fits(
         f"{settings.model.upper()} with m = {m} features",

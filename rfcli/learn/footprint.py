@@ -17,10 +17,22 @@ def train_chunk_rows(store_chunk_rows: int, n_features: int, budget: int) -> int
     return max(256, min(8192, store_chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
 
 
+def svm_columns(n_classes: int, multiclass: str, rows: int | None, m: int) -> tuple[int, bool]:
+    """(columns, pairwise) of the squared-hinge SVM that ``rfcli train`` runs on ``rows``
+    rows of m features of ``n_classes`` classes with scheme ``multiclass`` ("auto" as it
+    resolves: rfcli.learn.multiclass.resolve)."""
+    from rfcli.learn.dual import use_dual
+    from rfcli.learn.multiclass import Columns, resolve
+
+    c = Columns(n_classes, resolve(multiclass, use_dual(rows, m)))
+    return c.n, c.pairwise
+
+
 def learner_need(model: str, m: int, k: int, folds: int = 0, rows: int | None = None,
-                 chunk_rows: int = 0) -> int:  # fmt: skip
+                 chunk_rows: int = 0, pairwise: bool = False) -> int:  # fmt: skip
     """Fixed memory of a learner with m features and k outputs (float64 matrices), trained
-    on ``rows`` rows (None: not known) read in decoded chunks of ``chunk_rows`` rows.
+    on ``rows`` rows (None: not known) read in decoded chunks of ``chunk_rows`` rows;
+    ``pairwise``: the SVM's k columns are one-vs-one pairs.
 
     Primal (rows >= m): KRR keeps Phi'Phi plus a Cholesky copy and solves (about 4 m^2),
     and with ``folds``-fold cross-validation each fold's statistics and its eigenvectors
@@ -35,7 +47,9 @@ def learner_need(model: str, m: int, k: int, folds: int = 0, rows: int | None = 
     Dual (rows < m, rfcli.learn.dual): the rows' features (float32 while they are
     gathered, float64 centred: 12 bytes per value) and about six n x n float64 matrices
     (the kernel, a fold's centred block, its eigenvectors, the folds' held-out products,
-    the refit's factor), plus the SVM's per-column arrays.  Measured: faithfuld (4,219
+    the refit's factor), plus the SVM's per-column arrays (one-vs-one: on about 4n/K rows
+    a column, twice a pair's mean, with the pairs' kernel blocks, at most
+    rfcli.learn.dual.KEEP_BYTES, and its batches).  Measured: faithfuld (4,219
     rows, m = 16,384, 5-fold KRR) peaks at 1.33 GiB of RSS, where the primal estimate
     said 24.5 GiB (docs/learning.md, "KRR: one pass for every fold").
 
@@ -43,12 +57,19 @@ def learner_need(model: str, m: int, k: int, folds: int = 0, rows: int | None = 
     1.57
     """
     # here, not at the top: an encode (which asks for the bits choice) loads no learner
-    from rfcli.learn.dual import use_dual
+    from rfcli.learn.dual import BATCH_BYTES, KEEP_BYTES, use_dual
     from rfcli.learn.ridge import RidgeStats
 
     if use_dual(rows, m):
         n = int(rows)
-        cols = 8 * n * k * max(folds, 1) * 16 if model == "svm" else 8 * n * k * 4
+        if model == "svm" and pairwise:
+            K = (1 + (1 + 8 * k) ** 0.5) / 2  # k = K (K - 1) / 2 pairs
+            r = min(n, int(4 * n / K) + 1)
+            cols = 8 * r * k * max(folds, 1) * 16 + min(KEEP_BYTES, 8 * k * r * r) + 4 * BATCH_BYTES
+        elif model == "svm":
+            cols = 8 * n * k * max(folds, 1) * 16
+        else:
+            cols = 8 * n * k * 4
         return 12 * n * m + 6 * 8 * n * n + cols + 8 * m * k * 2
     mm = 8 * m * m
     if model == "svm":
