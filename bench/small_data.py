@@ -81,6 +81,7 @@ def bench_svm(data: str, repeats: int) -> dict:
     rf, sk = t.pop("models").values()
     t["rfcli_C"], t["sklearn_C"] = rf.C_, sk.best_params_["C"]
     t["rfcli_solver"] = rf.report_.get("solver", "primal")
+    t["rfcli_multiclass"] = rf.model_.multiclass
     t["rfcli_test_accuracy"] = float(rf.score(Xt, yt))
     t["sklearn_test_accuracy"] = float(sk.score(Xt, yt))
     return t
