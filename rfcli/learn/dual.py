@@ -484,8 +484,6 @@ def _batch_points(KA: np.ndarray, yA: np.ndarray, nA: np.ndarray, lam: float):
     :data:`BATCH_MAX`: one batched solve, the padding decoupled as identity rows of a zero
     right-hand side; above: each column's own rows by Cholesky.  b nan where no row is
     inside."""
-    from scipy.linalg.lapack import dposv
-
     c, s, _ = KA.shape
     live = np.arange(s)[None, :] < nA[:, None]
     if s <= BATCH_MAX:
@@ -501,9 +499,7 @@ def _batch_points(KA: np.ndarray, yA: np.ndarray, nA: np.ndarray, lam: float):
             a = int(nA[i])
             M = KA[i, :a, :a].copy()
             M.flat[:: a + 1] += lam
-            _, X[i, :a], info = dposv(M, R[i, :a], lower=0, overwrite_a=1)
-            if info != 0:
-                raise np.linalg.LinAlgError("the Newton system is not positive definite")
+            X[i, :a] = _spd_solve(M, R[i, :a])
     with np.errstate(divide="ignore", invalid="ignore"):
         b = X[..., 0].sum(axis=1) / X[..., 1].sum(axis=1)
     beta = X[..., 0] - b[:, None] * X[..., 1]
