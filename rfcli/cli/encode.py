@@ -476,7 +476,8 @@ def _bits_report(ui, bc: dict) -> None:
     what = "accuracy" if bc["metric"] == "accuracy" else "MSE"
     ui.info(
         f"bits for {bc['row_bytes']:,} bytes per row: validation {what} at the budget's m, "
-        f"extrapolated from {bc['search_features']} and {bc['search_features'] // 2} "
+        f"extrapolated from {bc['search_features']}, {bc['search_features'] // 2} and "
+        f"{bc['search_features'] // 4} "
         f"features, {bc['sample_rows']:,} sample rows:"
     )
     for c in bc["candidates"]:

@@ -116,8 +116,8 @@ def _search_text(gs: dict) -> str:
 
 def _bits_choice_text(bc: dict) -> str:
     """``2 bits, m 4,096 for 1,024 bytes per row (validation accuracy 0.9612); b 1 m 8,192
-    0.9598 (SE 0.0018), b 2 ...; left out (memory): ...; 12,000 rows, scored at 512 and 256
-    features`` (all: --json)."""
+    0.9598 (SE 0.0018), b 2 ...; left out (memory): ...; 12,000 rows, scored at 512, 256
+    and 128 features`` (all: --json)."""
     from rfcli.cli.render import number
 
     metric = bc.get("metric", "score")
@@ -142,7 +142,7 @@ def _bits_choice_text(bc: dict) -> str:
         sf = bc.get("search_features")
         out += f"; {number(bc['sample_rows'])} rows"
         if isinstance(sf, int):
-            out += f", scored at {number(sf)} and {number(sf // 2)} features"
+            out += f", scored at {number(sf)}, {number(sf // 2)} and {number(sf // 4)} features"
     return out
 
 

@@ -40,6 +40,95 @@ def test_extrapolation_follows_one_over_m():
     assert bc.extrapolate(0.8, 0.7, m, 128) == 0.8  # fewer features than measured: as measured
 
 
+@pytest.mark.parametrize("a", [0.5, 0.7, 1.0])
+def test_extrapolation_follows_the_power_law_of_three_points(a):
+    # s(m) = s_inf + c m^-a measured at m, m/2 and m/4: the exponent is found and the
+    # extrapolation at m_b is the law's own value
+    s_inf, c, m = 0.9, -3.0, 512
+    s1, s2, s4 = (s_inf + c * (m / d) ** -a for d in (1, 2, 4))
+    assert bc.decay_exponent(s1, s2, s4) == pytest.approx(a)
+    for target in (1024, 4096, 16384):
+        got = bc.extrapolate(s1, s2, m, target, s_quarter=s4)
+        assert got == pytest.approx(s_inf + c * target**-a)
+    # a slow decay gains more from the same last doubling than the 1/m law gives
+    assert bc.extrapolate(s1, s2, m, 16384, s_quarter=s4) >= bc.extrapolate(s1, s2, m, 16384)
+
+
+def test_decay_exponent_bounds():
+    # slower than m^-1/2: the slowest decay, MIN_DECAY; faster than 1/m: a = 1
+    s_inf, c, m = 0.9, -3.0, 512
+    s1, s2, s4 = (s_inf + c * (m / d) ** -0.2 for d in (1, 2, 4))
+    assert bc.decay_exponent(s1, s2, s4) == bc.MIN_DECAY
+    assert bc.decay_exponent(0.86, 0.85, 0.80) == 1.0
+    # a gain that is no gain, or no quarter: a = 1 (and no gain extrapolated)
+    assert bc.decay_exponent(0.86, 0.85, 0.851) == 1.0
+    assert bc.decay_exponent(0.85, 0.86, 0.80) == 1.0
+    assert bc.decay_exponent(0.86, 0.85, None) == 1.0
+    assert bc.extrapolate(0.85, 0.86, m, 4096, s_quarter=0.80) == 0.85
+
+
+def test_decay_fitted_only_to_gains_above_their_noise():
+    """Gains count only where both exceed GAIN_SE standard errors, and their ratio is
+    taken MOVE_SE (relative) standard errors towards the faster decay."""
+    s = (0.86, 0.85, 0.84)  # equal gains: a = 0 from the ratio itself, held at MIN_DECAY
+    assert bc.decay_exponent(*s, se=(0.0005, 0.0005)) == bc.MIN_DECAY
+    ok = 0.01 / bc.GAIN_SE * 0.9
+    assert bc.decay_exponent(*s, se=(ok / 0.8, 0.0005)) == 1.0
+    assert bc.decay_exponent(*s, se=(0.0005, ok / 0.8)) == 1.0
+    # gains 0.008 then 0.010 (ratio 0.8, a = 0.32), SEs 0.002: the ratio's relative SE
+    # hypot(0.25, 0.2) = 0.32 times MOVE_SE = 1.5 moves it to 0.8 x (1 - 0.48), a = 1
+    g = (0.868, 0.86, 0.85)
+    rel = bc.MOVE_SE * np.hypot(0.002 / 0.008, 0.002 / 0.010)
+    assert bc.decay_exponent(*g, se=(0.002, 0.002)) == pytest.approx(min(-np.log2(0.8 * (1 - rel)), 1.0))
+    # SEs 0.001: moved by 0.16 x 1.5, to 0.8 x 0.76, a = 0.72
+    rel = bc.MOVE_SE * np.hypot(0.001 / 0.008, 0.001 / 0.010)
+    assert 0.6 < -np.log2(0.8 * (1 - rel)) < 0.8
+    assert bc.decay_exponent(*g, se=(0.001, 0.001)) == pytest.approx(-np.log2(0.8 * (1 - rel)))
+    assert bc.decay_exponent(*g) == bc.MIN_DECAY
+    assert bc.extrapolate(*s[:2], 512, 16384, s_quarter=s[2], se=(ok / 0.8, 0.0005)) == (
+        pytest.approx(bc.extrapolate(*s[:2], 512, 16384))
+    )
+
+
+def test_a_slow_curve_favours_more_features():
+    """phoneme at 2 KiB (docs/defaults-report.md), the choice's own measurements at 512,
+    256 and 128 features of its 4,053 sample rows (2,702 train each fold) and their
+    gains' SEs: b = 1 at the searched gamma and b = 4 at half of it (the 1/m law's
+    choice).  Scored on the same sample at their m_b (16384 and 4096 features, in the
+    dual) they give 0.8826 and 0.8746.  The 1/m law ranked b = 4 first; the fitted
+    decay ranks b = 1 first, the difference nearer the measured one."""
+    one = (0.8335, 0.8041, 0.7863), (0.0049, 0.0054)
+    four = (0.8682, 0.8563, 0.8383), (0.0042, 0.0043)
+    at_mb = {16384: 0.8826, 4096: 0.8746}
+    cases = ((one, 16384), (four, 4096))
+    old = {mb: bc.extrapolate(s[0], s[1], 512, mb) for (s, _), mb in cases}
+    new = {mb: bc.extrapolate(s[0], s[1], 512, mb, s_quarter=s[2], se=se, rows=2702)
+           for (s, se), mb in cases}  # fmt: skip
+    assert old[16384] < old[4096] and new[16384] > new[4096]
+    gap = at_mb[16384] - at_mb[4096]
+    assert abs(new[16384] - new[4096] - gap) < abs(old[16384] - old[4096] - gap)
+    # each extrapolated score within 0.005 of the measured one (the 1/m law: 0.021 off)
+    assert max(abs(new[mb] - at_mb[mb]) for mb in at_mb) < 0.005
+
+
+def test_beyond_the_rows_the_curve_is_one_over_m():
+    """From the validation's training rows on, a = 1: the slow curve's doubling gain at
+    the knee, falling as 1/m; measured at or beyond the rows: the 1/m law throughout."""
+    s_inf, c, m, a, rows = 0.9, -3.0, 512, 0.5, 2048
+    s1, s2, s4 = (s_inf + c * (m / d) ** -a for d in (1, 2, 4))
+    law = s_inf + c * rows**-a
+    assert bc.extrapolate(s1, s2, m, rows, s_quarter=s4, rows=rows) == pytest.approx(law)
+    knee_gain = (s1 - s2) * (m / rows) ** a  # the doubling ending at the rows
+    for target in (4096, 16384):
+        got = bc.extrapolate(s1, s2, m, target, s_quarter=s4, rows=rows)
+        assert got == pytest.approx(law + knee_gain * (1 - rows / target))
+        assert got < bc.extrapolate(s1, s2, m, target, s_quarter=s4)  # no knee: more
+    for few in (256, 512):
+        assert bc.extrapolate(s1, s2, m, 4096, s_quarter=s4, rows=few) == pytest.approx(
+            bc.extrapolate(s1, s2, m, 4096)
+        )
+
+
 def test_extrapolated_loss_falls_at_most_as_one_over_m():
     # minus an MSE that fell 3.2x from 256 to 512 features (faithfuld, b = 1): the line
     # through them crosses 0 before m_b; the loss stops at the 1/m rate from 512
@@ -165,14 +254,15 @@ def test_candidates_the_default_learner_cannot_fit_are_left_out():
 
 def test_nested_scores_match_the_search_scores():
     """The full-width score of the shared factor is the bandwidth search's own score; the
-    half-width one that of the first m/2 features up to the penalty's scale."""
+    half- and quarter-width ones those of the first m/2 and m/4 features up to the
+    penalty's scale."""
     X, y = _problem()
     rng = np.random.default_rng(1)
     W = rng.normal(size=(4, 64))
     F = np.sqrt(2 / 64) * np.cos(X @ W + rng.uniform(0, 2 * np.pi, 64))
     Y, task, truth = _targets(y)
     folds = (keyed_uniform(0, np.arange(len(y)), 1)[:, 0] * FOLDS).astype(int)
-    full, half, losses = bc._score_nested(F, Y, task, truth, folds)
+    (full, half, quarter), se, losses = bc._score_nested(F, Y, task, truth, folds)
     assert full == pytest.approx(_score(F, Y, task, truth, folds)[0], abs=1.5 / len(y))
     # the rows' 0/1 losses at the best alpha: the folds' mean accuracy, pooled
     assert set(np.unique(losses)) <= {0.0, 1.0} and len(losses) == len(y)
@@ -180,6 +270,8 @@ def test_nested_scores_match_the_search_scores():
     assert np.mean(per_fold) == pytest.approx(full, abs=1e-12)
     assert half == pytest.approx(_score(F[:, :32], Y, task, truth, folds)[0], abs=0.02)
     assert half < full  # 32 features separate these classes worse than 64
+    assert quarter == pytest.approx(_score(F[:, :16], Y, task, truth, folds)[0], abs=0.02)
+    assert quarter < half
 
 
 def test_the_informative_candidate_wins():
@@ -334,3 +426,42 @@ def test_train_estimates_fewer_rows_than_features_by_the_dual(tmp_path):
     assert rfcli.train(few.path, settings=krr, memory=memory).report["solver"] == "dual"
     with pytest.raises(UsageError, match="KRR with m = 1024 features needs about"):
         rfcli.train(many.path, settings=krr, memory=memory)
+
+
+def test_choice_is_deterministic_whatever_the_chunking_and_threads(tmp_path):
+    """A sample above the rows where the fitted decay applies (1,000 rows: 666 train a
+    fold) and m_b beyond CHOICE_FEATURES: the same choice, scores and store for any
+    chunking and threads."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-2, 2, (1000, 2))
+    y = (np.sin(5 * X[:, 0]) + 0.3 * X[:, 1] > 0).astype(np.int64)
+    src = helpers.write_parquet(tmp_path / "w.parquet", a=X[:, 0], b=X[:, 1], y=y)
+    kw = dict(label="y", columns=["a", "b"], bits="auto", row_bytes=80, gamma="search")
+    a = helpers.run(src, tmp_path / "a.zarr", chunk_rows=97, **kw)
+    b = helpers.run(src, tmp_path / "b.zarr", chunk_rows=5000, threads=2, **kw)
+    ca, cb = (r.encoder.fit_report["bits_choice"] for r in (a, b))
+    assert ca == cb
+    assert any(c["measured_features"] < c["features"] for c in ca["candidates"])
+    assert helpers.tree_digest(tmp_path / "a.zarr") == helpers.tree_digest(tmp_path / "b.zarr")
+
+
+def test_choose_bits_extrapolates_along_the_fitted_decay():
+    """A label spread over many weak features (weights j^-1/2: every doubling of m adds
+    about as much signal): the candidates beyond CHOICE_FEATURES get a fitted a < 1 and
+    their score is :func:`extrapolate`'s along it, above the 1/m law's, 1/m from the
+    folds' 4,000 training rows on (b = 1's 4096 features)."""
+    rng = np.random.default_rng(5)
+    n = 6000
+    Z = rng.normal(size=(n, 512))
+    y = (Z @ (1 / np.arange(1, 513) ** 0.5) > 0).astype(int)
+    res = bc.choose_bits(lambda g, b, m: Z[:, :m], y, 1.0, 512, [1, 2, 8], seed=0, widen=False)
+    cands = {c["bits"]: c for c in res.to_dict()["candidates"]}
+    for b in (1, 2):
+        c = cands[b]
+        s1, s2, s4 = c["measured"][0], c["measured_half"][0], c["measured_quarter"][0]
+        assert s1 > s2 > s4 and c["decay"][0] < 0.8
+        fitted = bc.extrapolate(s1, s2, 512, c["features"], s_quarter=s4, rows=n * 2 // 3)
+        assert c["scores"][0] == pytest.approx(fitted)
+        assert fitted > bc.extrapolate(s1, s2, 512, c["features"]) + 0.004 * (3 - b)
+    assert cands[8]["decay"] == [1.0] and cands[8]["measured_features"] == 512
+    assert res.bits == 1
