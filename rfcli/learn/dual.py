@@ -747,7 +747,7 @@ def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, nor
         def evaluate(Cs: list[float]) -> dict[float, list[float]]:
             out = {}
             for c in Cs:
-                beta, b, S, rep = solve(c, selection.path_start(sols, c))
+                beta, b, S, rep = solve(c, selection.nearest_start(sols, c))
                 sols[c], steps[c] = (beta, b), rep["iterations"]
                 scores = []
                 for f in range(n_folds):

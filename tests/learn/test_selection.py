@@ -346,3 +346,11 @@ def test_binary_svm_selection(tmp_path):
     acc = np.mean(((F[~tr] @ W[:, 0] + b[0]) > 0).astype(int) == y[~tr])
     # the cross-validation fits stop at 100 x tol (1e-5): one row on the boundary may flip
     assert cv["fold_scores"][C][0] == pytest.approx(acc, abs=1.01 / (~tr).sum())
+
+
+def test_nearest_warm_start_is_the_nearest_solution_in_log_C():
+    sols = {1.0: ("W1", "b1"), 10.0: ("W10", "b10"), 1000.0: ("W1000", "b1000")}
+    assert selection.nearest_start(sols, 50.0) == ("W10", "b10")  # 0.7 decades, not 1.3
+    assert selection.nearest_start(sols, 0.01) == ("W1", "b1")
+    assert selection.nearest_start(sols, 400.0) == ("W1000", "b1000")
+    assert selection.nearest_start({}, 1.0) is None
