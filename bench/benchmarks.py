@@ -6,7 +6,9 @@ quantization, and memory as the rows grow.
 
 Every comparison is a ratio measured in the same run on the same machine (times are the
 best of a few repetitions; peak memory is each process's own VmHWM, in a fresh
-interpreter per measurement).  Writes build/bench/benchmarks.json and docs/benchmarks.md.
+interpreter per measurement).  Writes bench/results/benchmarks.json (kept in the
+repository: a run of some sections keeps the others' results) and docs/benchmarks.md (the
+sections other scripts write, e.g. bench/bits_auto.py's, are carried over).
 scikit-learn is a benchmark-only dependency (`pip install -e .[bench]`).
 """
 
@@ -266,11 +268,27 @@ def write_doc(res):
                 f"({first['float32_parquet_bytes'] / first['store_bytes']:.1f}x larger).",
             ]
         L.append("")
+    L += _foreign_sections(L)
     L += targets_doc(res)
     if os.path.exists(os.path.join(ROOT, "docs", "profile.md")):
         L += ["Where the time goes: [profile.md](profile.md).", ""]
     with open(DOC, "w") as f:
         f.write("\n".join(L))
+
+
+def _foreign_sections(ours: list[str]) -> list[str]:
+    """The ``## `` sections of the current doc that this script does not write (those of
+    bench/doc_section.py's writers), in their order, to keep them."""
+    if not os.path.exists(DOC):
+        return []
+    own = {x for x in ours if x.startswith("## ")} | {"## Against the targets"}
+    lines = open(DOC).read().split("\n")
+    heads = [i for i, x in enumerate(lines) if x.startswith("## ")] + [len(lines)]
+    out = []
+    for i, j in zip(heads, heads[1:], strict=False):
+        if lines[i] not in own:
+            out += lines[i:j]
+    return out
 
 
 def main():
@@ -283,7 +301,8 @@ def main():
     # editable install under PYTHONDONTWRITEBYTECODE would compile every module at every
     # start of the CLI, about 50 ms, which no user's installation pays)
     compileall.compile_dir(os.path.join(ROOT, "rfcli"), quiet=1)
-    path = os.path.join(OUT, "benchmarks.json")
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    path = os.path.join(ROOT, "bench", "results", "benchmarks.json")
     res = json.load(open(path)) if os.path.exists(path) else {}
     work = tempfile.mkdtemp(prefix="rfcli-bench-")
     q = args.quick
