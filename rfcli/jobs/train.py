@@ -27,8 +27,8 @@ from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged
 from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
-from rfcli.learn.footprint import CV_FOLDS, learner_need, train_chunk_rows
-from rfcli.learn.multiclass import TRAIN_SCHEMES, Columns, resolve
+from rfcli.learn.footprint import CV_FOLDS, learner_need, svm_scheme, train_chunk_rows
+from rfcli.learn.multiclass import TRAIN_SCHEMES, Columns
 from rfcli.learn.ridge import RidgeModel, alpha_candidates, alpha_floor
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
 from rfcli.learn.targets import Outputs, Targets
@@ -271,8 +271,8 @@ def _train_store(store, trained_on, output, settings: TrainSettings, res: Resour
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=0)
     targets = _read_targets(data, settings, progress)
     if svm:  # the scheme trained ("auto": by the solver, which the rows and features fix)
-        in_dual = settings.loss == "squared_hinge" and dual.use_dual(store.n_rows, m)
-        settings = replace(settings, multiclass=resolve(settings.multiclass, in_dual))
+        scheme = svm_scheme(settings.multiclass, settings.loss, store.n_rows, m)
+        settings = replace(settings, multiclass=scheme)
     columns = Columns(targets.n_outputs, settings.multiclass) if svm else None
     k = targets.n_outputs if not svm else columns.n
     folds = _n_folds(settings)
@@ -427,7 +427,7 @@ def _ridge_select(passes, targets, s, stats, total, sizes, progress) -> dict[str
 # -- SVM ------------------------------------------------------------------------------------
 def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     m = passes.data.encoder.n_features
-    if s.loss == "squared_hinge" and dual.use_dual(passes.n_rows, m):  # fewer rows than features
+    if dual.svm_in_dual(s.loss, passes.n_rows, m):  # the squared hinge on fewer rows than m
         return dual.train_svm(passes, targets, s.seed, _n_folds(s), s.C, C_GRID, DEFAULT_C,
                               s.max_iter, s.normalized, progress, s.multiclass)  # fmt: skip
     columns = Columns(len(targets.classes), s.multiclass)

@@ -43,6 +43,12 @@ def use_dual(n_rows: int | None, n_features: int) -> bool:
     return n_rows is not None and 0 < n_rows < n_features
 
 
+def svm_in_dual(loss: str, n_rows: int | None, n_features: int) -> bool:
+    """Whether ``rfcli train --model svm`` trains in the dual: the squared hinge (the dual
+    path's loss) on fewer rows than features."""
+    return loss == "squared_hinge" and use_dual(n_rows, n_features)
+
+
 class Rows:
     """The rows of a pass kept whole: (first global row, float32 features, labels) parts,
     added (concatenated) in row order whatever order the engine adds them in."""
