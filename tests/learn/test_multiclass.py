@@ -188,6 +188,21 @@ def test_dual_ovo_does_not_depend_on_its_batches_or_kept_blocks(wide, monkeypatc
         assert np.array_equal(kept.W, other.W) and np.array_equal(kept.b, other.b)
 
 
+def test_dual_ovo_batched_lu_and_cholesky_give_one_model(wide, monkeypatch):
+    """The narrow columns' Newton systems solved by the batched LU (the default at this
+    size) and one by one by Cholesky (every size above BATCH_MAX = 0): the same model to
+    rounding (two factorizations of the same systems: not bit for bit)."""
+    s = TrainSettings(multiclass="ovo", cv_folds=3)
+    lu = train(wide, None, s)
+    monkeypatch.setattr(dual, "BATCH_MAX", 0)
+    chol = train(wide, None, s)
+    assert lu.report["C"] == chol.report["C"]
+    assert lu.report["iterations"] == chol.report["iterations"]
+    scale = np.abs(lu.model.W).max()
+    np.testing.assert_allclose(chol.model.W, lu.model.W, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(chol.model.b, lu.model.b, rtol=0, atol=1e-9 * max(1.0, scale))
+
+
 @pytest.mark.parametrize("which", ["wide", "tall"])
 def test_ovo_models_do_not_depend_on_the_threads(which, request):
     store = request.getfixturevalue(which)
