@@ -18,6 +18,7 @@ Everything a pass function needs travels in ``args``: it must be a module-level 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -51,11 +52,13 @@ def pass_groups(n_rows: int | None, step: int) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:], strict=True))
 
 
-def sum_in_order(parts: list) -> Any:
+def sum_in_order(parts: Iterable) -> Any:
     """The partial results of a pass added in row order, left to right (a fixed order: the
-    same sums whatever ran them)."""
-    out = parts[0]
-    for p in parts[1:]:
+    same sums whatever ran them); ``parts`` may be a generator, each part then added as it
+    comes (two alive at a time)."""
+    it = iter(parts)
+    out = next(it)
+    for p in it:
         out = add(out, p)
     return out
 

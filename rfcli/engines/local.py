@@ -83,8 +83,8 @@ class LocalPasses:
         with one_blas_thread(), task_cm as task:
             if task is not None:
                 groups = [_Tracked(g, task) for g in groups]
-            if not self._parallel(len(groups)):
-                return sum_in_order([fn(g, *args) for g in groups])
+            if not self._parallel(len(groups)):  # each group's sum added as it ends, in
+                return sum_in_order(fn(g, *args) for g in groups)  # order (bounded memory)
             out = None  # partial sums added as they come, in row order (bounded memory)
             for part in _ordered(self._pool, [partial(fn, g, *args) for g in groups],
                                  self.threads):  # fmt: skip

@@ -91,6 +91,7 @@ class RidgeStats:
             self._mu = (sF / R).astype(np.float32)
             self._c = sY / R
             self._pending = (np.zeros(m), np.zeros(k), 0)
+        if self._buf is None:  # (released when the statistics are settled)
             self._buf = np.empty((self.SUB_ROWS32, m + k), dtype=np.float32)
             self._fill = 0
         S = self.S
@@ -126,6 +127,12 @@ class RidgeStats:
         self.S[: self.m, : self.m + self.k] += C[: self.m]
         self._fill = 0
 
+    def finish(self) -> RidgeStats:
+        """Settle the statistics at the end of a pass over their rows (the row buffer is
+        released: a part waiting to be added holds its m x m sums only)."""
+        self._settle()
+        return self
+
     def _settle(self) -> None:
         """Add the terms the shift left out: with s = sum(F - mu), t = sum(Y - c) and r rows,
         ``F'F = (F-mu)'(F-mu) + s mu' + mu s' + r mu mu'`` and
@@ -133,11 +140,13 @@ class RidgeStats:
         if self._pending is None or self._pending[2] == 0:
             return
         self._product()
+        self._buf = None  # the rows' buffer (SUB_ROWS32 x (m + k) float32): not kept with S
         s, t, r = self._pending
         m, k = self.m, self.k
         mu, c = self._mu.astype(np.float64), self._c
         a = s + 0.5 * r * mu
-        self.S[:m, :m] += np.outer(a, mu) + np.outer(mu, a)
+        self.S[:m, :m] += np.outer(a, mu)  # (one m x m temporary at a time)
+        self.S[:m, :m] += np.outer(mu, a)
         self.S[:m, m : m + k] += np.outer(s + r * mu, c) + np.outer(mu, t)
         self._pending = (np.zeros(m), np.zeros(k), 0)
 
@@ -163,9 +172,7 @@ class RidgeStats:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        if self._mu is not None:
-            self._buf = np.empty((self.SUB_ROWS32, self.m + self.k), dtype=np.float32)
-            self._fill = 0
+        self._buf, self._fill = None, 0  # (made at the next float32 update)
 
     # views of the statistics (all in S's upper triangle)
     @property

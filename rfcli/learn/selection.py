@@ -71,7 +71,7 @@ def fold_stats_pass(data, targets, seed: int, n_folds: int) -> list[RidgeStats]:
             sel = fid == f
             if sel.any():
                 stats[f].update(batch.F[sel], Y[sel])
-    return stats
+    return [s.finish() for s in stats]
 
 
 def fold_correct_pass(data, targets, seed: int, n_folds: int, Ws, bs, n_sol: int, columns=None):
