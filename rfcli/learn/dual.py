@@ -234,13 +234,31 @@ def _line_searches(a1: np.ndarray, a2: np.ndarray, M: np.ndarray, G: np.ndarray,
     derivative ``a1 + a2 t - 2C sum_i G_i max(0, M_i - t G_i)`` (the objective along a
     Newton direction: M the margin violations, G their rates of decrease; a row not in
     the problem has M = -1, G = 0), by a sweep over the points where a row enters or
-    leaves the margin (Keerthi & DeCoste, JMLR 2005), all columns at once."""
+    leaves the margin (Keerthi & DeCoste, JMLR 2005), all columns at once.  A row whose
+    minimizer lies on the first piece (before its first breakpoint: most rows once their
+    sets settle) takes it from there; only the others sort their breakpoints (the same
+    result: the sweep stops at that piece)."""
     act = (M > 0) | ((M == 0) & (G < 0))
     s1 = np.where(act, G * M, 0.0).sum(axis=1)
     s2 = np.where(act, G * G, 0.0).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         tb = M / G
     tb = np.where((G != 0) & (tb > 0) & np.isfinite(tb), tb, np.inf)
+    first_break = tb.min(axis=1)
+    lo0 = a1 - 2 * C * s1  # f'(t) = lo0 + t sl0 before the first breakpoint
+    sl0 = a2 + 2 * C * s2
+    with np.errstate(invalid="ignore"):
+        first = ~np.isfinite(first_break) | (lo0 + first_break * sl0 >= 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(sl0 > 0, -lo0 / sl0, 0.0)
+    rest = np.flatnonzero(~first)
+    if len(rest):
+        t[rest] = _sweep(a1[rest], a2[rest], M[rest], G[rest], tb[rest], s1[rest], s2[rest], C)
+    return np.maximum(t, 0.0)
+
+
+def _sweep(a1, a2, M, G, tb, s1, s2, C) -> np.ndarray:
+    """:func:`_line_searches`' minimizers by the sorted breakpoints ``tb`` (inf: none)."""
     order = np.argsort(tb, axis=1, kind="stable")
     tk = np.take_along_axis(tb, order, axis=1)
     gk = np.take_along_axis(G, order, axis=1)
@@ -261,7 +279,7 @@ def _line_searches(a1: np.ndarray, a2: np.ndarray, M: np.ndarray, G: np.ndarray,
     prev = np.where(j > 0, tk[r, np.maximum(j - 1, 0)], 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(sl_j > 0, -lo_j / sl_j, prev)
-    return np.maximum(t, 0.0)
+    return t
 
 
 class _FoldInverse:

@@ -222,3 +222,29 @@ def test_dual_on_dask_gives_the_local_models(wide_reg, scheduler):
     dist = train(wide_reg, None, TrainSettings(model="krr"), engine="dask",
                  dask=DaskSettings(scheduler=scheduler)).model  # fmt: skip
     assert np.array_equal(local.W, dist.W) and np.array_equal(local.b, dist.b)
+
+
+def test_line_search_first_piece_shortcut_is_the_sweep():
+    """Rows whose minimizer lies before their first breakpoint skip the sort: the same t,
+    bit for bit, as the sweep over all sorted breakpoints (random margins and rates, rows
+    entering and leaving, rows with no breakpoint, a non-positive slope)."""
+    rng = np.random.default_rng(3)
+    n, r, C = 400, 30, 2.0
+    M = rng.normal(0.0, 1.0, (n, r))
+    G = rng.normal(0.0, 1.0, (n, r)) * (rng.random((n, r)) < 0.7)
+    M[:40] = -1.0  # no breakpoint at all
+    G[:40] = 0.0
+    a1 = rng.normal(0.0, 3.0, n)
+    a2 = np.abs(rng.normal(0.0, 3.0, n))
+    a2[::50] = 0.0
+    t = dual._line_searches(a1, a2, M, G, C)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tb = M / G
+    tb = np.where((G != 0) & (tb > 0) & np.isfinite(tb), tb, np.inf)
+    act = (M > 0) | ((M == 0) & (G < 0))
+    s1 = np.where(act, G * M, 0.0).sum(axis=1)
+    s2 = np.where(act, G * G, 0.0).sum(axis=1)
+    swept = np.maximum(dual._sweep(a1, a2, M, G, tb, s1, s2, C), 0.0)
+    assert np.array_equal(t, swept)
+    first = np.isinf(tb.min(axis=1)) | (t <= tb.min(axis=1))
+    assert 0.2 * n < first.sum() < n  # both paths taken
