@@ -516,7 +516,20 @@ def dev_row(name, ard, earlier=None):
         "learn_seconds": info["seconds"],
         "peak_mib": peak,
         "exact": exact,
+        "load_1min": os.getloadavg()[0],
     }
+
+
+def _load_text(rows) -> str:
+    """How loaded the machine was as the rows ended (their ``load_1min``, the run's own
+    processes included), or where to read it."""
+    loads = [r["load_1min"] for r in rows if "load_1min" in r]
+    if len(loads) < len(rows):
+        return "on 2 cores (the machine's load: see the notes below the table)"
+    return (
+        f"on 2 cores, one-minute load average {min(loads):.1f}-{max(loads):.1f} as the "
+        "rows ended (this run's own processes included)"
+    )
 
 
 def dev_section(rows) -> list[str]:
@@ -535,8 +548,7 @@ def dev_section(rows) -> list[str]:
         "process (rfcli: interpreter start, reading, all passes and learning; exact GP: `exact "
         "s` the two fits, `one start` the fit from the bounds' centre alone, what one default "
         "fit costs, `~`: half the two starts' time, from an earlier run that timed only their sum; "
-        "the speed-up is against that one) **measured on a loaded machine** (2 "
-        "cores shared with other jobs); memory is the "
+        f"the speed-up is against that one) measured {_load_text(rows)}; memory is the "
         "process's peak RSS. `kernel error`: the kernel matrix's quadrature error on the data "
         "at the optimum ((n/k) ||K~_k - K_k||_2 on the k-row sample, units of the signal "
         "variance), which must be <= 0.3 x `noise/signal`. The sections above this one come "
