@@ -13,7 +13,7 @@ bytes per row: ``rfcli encode TRAIN --label label --standardize --gamma search -
 N -b auto``, then test encode, train and evaluate as below, against the exact side below
 fitted on at most 5,000 training rows (seed 0).  Each (set, budget) and each exact fit is
 cached as it completes (bench/results/defaults_report.json, defaults_exact.json): an
-interrupted run resumes.  Run it niced on a shared machine (``nice -n 19``).
+interrupted run resumes.  Times are CPU seconds: on a shared machine they grow with its load.
 
 rfcli side, run as a user would (the installed ``rfcli`` next to this interpreter)::
 
@@ -90,6 +90,14 @@ FIT_ROWS = 5000  # the exact side's training rows on the benchmark sets
 ANALYSIS: list[str] = [
     textwrap.fill(s, 88) + "\n"
     for s in (
+        "The run of 3 December 2026, session 14: the rfcli side of all 26 sets at every "
+        "budget rerun after the dual SVM's solver changes (every Newton system up to 256 "
+        "rows by NumPy's batched LU, the line search's first-piece shortcut: "
+        "docs/learning.md, Small data): every accuracy and chosen (m, b) is the same as in "
+        "the run of session 13 below, every MSE within 1e-13 relative (another machine's "
+        "BLAS kernels); one chosen C moved (texture at 1 KiB: 100 -> 1000, the same "
+        "accuracy). Only the CPU seconds differ more (another machine, AVX-512; the encode "
+        "with its search, which did not change, also took 10-40% more CPU here).",
         "The run of 2 December 2026, session 13: all 26 sets at every budget, the rfcli "
         "side rerun with the two changes since session 11: the dual SVM's one-vs-one "
         "default (`--multiclass auto`: one-vs-one where the SVM trains in the dual, n < m) "
@@ -979,7 +987,9 @@ def _bench_doc(results: dict) -> list[str]:
     L += ["", "### Times", "",
           "CPU seconds (user + system) per set: rfcli's four commands summed per budget "
           "(encode with the search and the bits choice in brackets), the exact side's tuning "
-          "and refit (one BLAS thread). A shared 2-core machine, run under `nice -n 19`.", "",
+          "and refit (one BLAS thread), each from the run that computed it (the exact "
+          "references are cached: bench/results/defaults_exact.json), on 2-core machines "
+          "that were not always the same: compare within a column.", "",
           "| set | " + " | ".join(f"rfcli {b} B" for b in budgets) + " | exact |",
           "|---|" + "---|" * (len(budgets) + 1)]  # fmt: skip
     tot_r, tot_e = 0.0, 0.0
