@@ -92,6 +92,42 @@ def test_data_that_one_thread_must_read_is_read_in_order_in_the_same_groups():
     assert np.array_equal(out, ref)
 
 
+class _Live:
+    """A pass's partial result that counts how many such results are alive at once."""
+
+    alive = 0
+    most = 0
+
+    def __init__(self, n):
+        self.n = n
+        _Live.alive += 1
+        _Live.most = max(_Live.most, _Live.alive)
+
+    def __del__(self):
+        _Live.alive -= 1
+
+    def __add__(self, other):
+        return _Live(self.n + other.n)
+
+
+def _live_pass(data):
+    return _Live(sum(len(b) for b in data.batches()))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_pass_holds_few_partial_results_at_once(threads):
+    """Each group's result is added as it comes (in row order): on one thread at most the
+    running sum, the new part and their sum are alive, not all 8 groups' parts (which
+    kept 8 m x m statistics with their row buffers: a KRR pass at m = 2048 peaked at 1 GB);
+    on the pool also the threads' queued parts."""
+    chunks = [np.zeros((10, 2), np.float32) for _ in range(40)]
+    _Live.alive = _Live.most = 0
+    with ThreadPoolExecutor(threads) as pool:
+        out = LocalPasses(Chunks(chunks), threads=threads, pool=pool).reduce(_live_pass)
+    assert out.n == 400
+    assert _Live.most <= 3 + (threads + 1 if threads > 1 else 0)
+
+
 def test_map_batches_keeps_row_order_on_threads():
     chunks = [np.full((10, 2), j, np.float32) for j in range(13)]
     with ThreadPoolExecutor(3) as pool:

@@ -103,3 +103,22 @@ def test_the_alpha_grid_is_floored_at_the_float32_gram_error(monkeypatch):
     monkeypatch.setattr(ridge, "FLOOR_FACTOR", 0.0)
     a0, err0, _ = smallest_candidate_error()
     assert a0 < a / 100 and err0 > 1.0
+
+
+def test_finished_statistics_hold_no_row_buffer_and_take_more_rows(monkeypatch):
+    """finish() (the end of a pass over the rows) settles the shifted sums and releases the
+    SUB_ROWS32-row float32 buffer (67 MB at m = 2048, which each part waiting to be added
+    had kept); rows added afterwards go through a new buffer, and the sums are those of
+    all the rows at once."""
+    monkeypatch.setattr(RidgeStats, "SUB_ROWS32", 1024)
+    F, Y = _data()
+    whole = _stats(F, Y, 1500)
+    part = _stats(F[:2500], Y[:2500], 1500).finish()
+    assert part._buf is None
+    for i in range(2500, len(F), 1500):
+        part.update(F[i : i + 1500], Y[i : i + 1500])
+    part.finish()
+    assert part._buf is None and part.n == whole.n
+    Ga, Gb = part.centred()[0], whole.centred()[0]
+    eps = np.finfo(np.float32).eps
+    assert np.abs(Ga - Gb).max() <= 10 * np.sqrt(len(F)) * eps * 0.05**2 * len(F)
