@@ -83,13 +83,11 @@ class LocalPasses:
         with one_blas_thread(), task_cm as task:
             if task is not None:
                 groups = [_Tracked(g, task) for g in groups]
-            if not self._parallel(len(groups)):  # each group's sum added as it ends, in
-                return sum_in_order(fn(g, *args) for g in groups)  # order (bounded memory)
-            out = None  # partial sums added as they come, in row order (bounded memory)
-            for part in _ordered(self._pool, [partial(fn, g, *args) for g in groups],
-                                 self.threads):  # fmt: skip
-                out = part if out is None else sum_in_order([out, part])
-            return out
+            # each group's partial sum added as it ends, in row order (bounded memory)
+            if not self._parallel(len(groups)):
+                return sum_in_order(fn(g, *args) for g in groups)
+            jobs = [partial(fn, g, *args) for g in groups]
+            return sum_in_order(_ordered(self._pool, jobs, self.threads))
 
     def map_batches(self, fn: Callable[..., Any], *args: Any, title: str) -> Iterator[Any]:
         """``fn(batch, *args)`` for every batch (with its id columns), in row order: the

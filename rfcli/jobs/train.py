@@ -27,7 +27,7 @@ from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged
 from rfcli.learn import dual, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
-from rfcli.learn.footprint import CV_FOLDS, learner_need, svm_scheme, train_chunk_rows
+from rfcli.learn.footprint import CV_FOLDS, learner_need, train_chunk_rows
 from rfcli.learn.multiclass import TRAIN_SCHEMES, Columns
 from rfcli.learn.ridge import RidgeModel, alpha_candidates, alpha_floor
 from rfcli.learn.svm import LOSSES, LinearSVM, fit_svm
@@ -271,7 +271,7 @@ def _train_store(store, trained_on, output, settings: TrainSettings, res: Resour
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=0)
     targets = _read_targets(data, settings, progress)
     if svm:  # the scheme trained ("auto": by the solver, which the rows and features fix)
-        scheme = svm_scheme(settings.multiclass, settings.loss, store.n_rows, m)
+        scheme = dual.svm_scheme(settings.multiclass, settings.loss, store.n_rows, m)
         settings = replace(settings, multiclass=scheme)
     columns = Columns(targets.n_outputs, settings.multiclass) if svm else None
     k = targets.n_outputs if not svm else columns.n

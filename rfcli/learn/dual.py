@@ -49,6 +49,14 @@ def svm_in_dual(loss: str, n_rows: int | None, n_features: int) -> bool:
     return loss == "squared_hinge" and use_dual(n_rows, n_features)
 
 
+def svm_scheme(multiclass: str, loss: str, n_rows: int | None, n_features: int) -> str:
+    """The multi-class scheme ``rfcli train --model svm`` runs with ``--multiclass`` and
+    ``--loss`` ("auto" resolves by the solver: rfcli.learn.multiclass.resolve)."""
+    from rfcli.learn.multiclass import resolve
+
+    return resolve(multiclass, svm_in_dual(loss, n_rows, n_features))
+
+
 class Rows:
     """The rows of a pass kept whole: (first global row, float32 features, labels) parts,
     added (concatenated) in row order whatever order the engine adds them in."""
@@ -750,40 +758,39 @@ def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, nor
     columns = Columns(len(targets.classes), multiclass)
     k = columns.n
 
-    def problem(nf: int):
-        """The solver ``C, warm -> (beta, b, scores of every row or None, report)`` of the
-        stacked columns (fold-major) of ``nf`` folds (0: all rows): one-vs-rest columns
-        on all their fold's rows (a fold's columns share the inverse of their system),
-        one-vs-one columns on their two classes' rows only (:class:`NarrowColumns`)."""
+    def problem(nf: int, like: NarrowColumns | None = None):
+        """(solver, its NarrowColumns or None): the solver ``C, warm -> (beta, b, scores of
+        every row or None, report)`` of the stacked columns (fold-major) of ``nf`` folds (0:
+        all rows): one-vs-rest columns on all their fold's rows (a fold's columns share the
+        inverse of their system), one-vs-one columns on their two classes' rows only
+        (:class:`NarrowColumns`; ``like``: the folds' one, whose pair blocks the refit
+        keeps)."""
         cols = np.arange(k * max(nf, 1))
         Y, rows = columns.targets(idx, cols % k)
         mask = np.ones(Y.shape, dtype=bool) if rows is None else rows
         if nf >= 2:
             mask &= fid[:, None] != (cols // k)[None, :]
-        if columns.pairwise:  # a pair's folds are a group; the refit keeps the folds' blocks
-            narrow = NarrowColumns(kern.K, Y, mask, groups=cols % k,
-                                   like=kept.pop() if kept else None)  # fmt: skip
-            kept.append(narrow)
+        if columns.pairwise:  # a pair's folds are a group
+            narrow = NarrowColumns(kern.K, Y, mask, groups=cols % k, like=like)
 
             def solve(C, warm):
                 beta, b, rep = narrow.solve(C, warm, max_iter, pool=pool, parts=threads)
                 return beta, b, None, rep
-        else:
-            folds = cols // k if nf >= 2 else None
-            solve = partial(_solve_wide, kern.K, Y, mask, folds=folds, max_iter=max_iter,
-                            pool=pool)  # fmt: skip
-        return solve
+
+            return solve, narrow
+        folds = cols // k if nf >= 2 else None
+        return partial(_solve_wide, kern.K, Y, mask, folds=folds, max_iter=max_iter,
+                       pool=pool), None  # fmt: skip
 
     report: dict[str, Any] = {"model": "svm", "task": "classification",
                               "loss": "squared_hinge", "solver": "dual",
                               "multiclass": multiclass}  # fmt: skip
-    warm = None
-    kept: list = []  # the last NarrowColumns, whose kept pair blocks the next one may share
+    warm, narrow = None, None
     if n_folds:
         fid = kern.folds(seed, n_folds)
         sizes = np.bincount(fid, minlength=n_folds)
         selection.check_folds(sizes, kern.n)
-        solve = problem(n_folds)
+        solve, narrow = problem(n_folds)
         sols: dict[float, tuple] = {}
         steps: dict[float, int] = {}
 
@@ -820,7 +827,7 @@ def _train_svm(passes, targets, seed, n_folds, C, grid, default_C, max_iter, nor
     elif C == "auto":
         C = default_C
     C = float(C)
-    beta, b, _, rep = problem(0)(C, warm)
+    beta, b, _, rep = problem(0, like=narrow)[0](C, warm)
     report.update(rep)
     report["total_passes"] = 1
     W, b0 = kern.primal(beta, b)

@@ -17,23 +17,13 @@ def train_chunk_rows(store_chunk_rows: int, n_features: int, budget: int) -> int
     return max(256, min(8192, store_chunk_rows, (16 << 20) // (4 * m), budget // (48 * m)))
 
 
-def svm_scheme(multiclass: str, loss: str, rows: int | None, m: int) -> str:
-    """The multi-class scheme ``rfcli train --model svm`` runs on ``rows`` rows of m
-    features with ``--multiclass`` and ``--loss`` ("auto" resolves by the solver:
-    rfcli.learn.multiclass.resolve)."""
-    from rfcli.learn.dual import svm_in_dual
-    from rfcli.learn.multiclass import resolve
-
-    return resolve(multiclass, svm_in_dual(loss, rows, m))
-
-
-def svm_columns(n_classes: int, multiclass: str, rows: int | None, m: int,
-                loss: str = "squared_hinge") -> tuple[int, bool]:  # fmt: skip
-    """(columns, pairwise) of the SVM that ``rfcli train`` runs on ``rows`` rows of m
-    features of ``n_classes`` classes (:func:`svm_scheme`)."""
+def svm_columns(n_classes: int, multiclass: str, rows: int | None, m: int) -> tuple[int, bool]:
+    """(columns, pairwise) of the default (squared-hinge) SVM that ``rfcli train`` runs on
+    ``rows`` rows of m features of ``n_classes`` classes (rfcli.learn.dual.svm_scheme)."""
+    from rfcli.learn.dual import svm_scheme
     from rfcli.learn.multiclass import Columns
 
-    c = Columns(n_classes, svm_scheme(multiclass, loss, rows, m))
+    c = Columns(n_classes, svm_scheme(multiclass, "squared_hinge", rows, m))
     return c.n, c.pairwise
 
 
