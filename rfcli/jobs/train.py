@@ -25,7 +25,7 @@ from rfcli.jobs.encode import EncodeSettings, fit_on_source, for_engine
 from rfcli.jobs.passes import PassCount
 from rfcli.jobs.resources import Resources
 from rfcli.jobs.result import TrainResult, check_one_output, check_output, warn_if_not_converged
-from rfcli.learn import dual, selection
+from rfcli.learn import dual, dual_svm, selection
 from rfcli.learn.data import StoreData, default_cache_bytes
 from rfcli.learn.footprint import CV_FOLDS, learner_need, train_chunk_rows
 from rfcli.learn.multiclass import TRAIN_SCHEMES, Columns
@@ -271,7 +271,7 @@ def _train_store(store, trained_on, output, settings: TrainSettings, res: Resour
     data = StoreData(store, settings.normalized, chunk_rows=chunk_rows, cache_bytes=0)
     targets = _read_targets(data, settings, progress)
     if svm:  # the scheme trained ("auto": by the solver, which the rows and features fix)
-        scheme = dual.svm_scheme(settings.multiclass, settings.loss, store.n_rows, m)
+        scheme = dual_svm.svm_scheme(settings.multiclass, settings.loss, store.n_rows, m)
         settings = replace(settings, multiclass=scheme)
     columns = Columns(targets.n_outputs, settings.multiclass) if svm else None
     k = targets.n_outputs if not svm else columns.n
@@ -427,8 +427,8 @@ def _ridge_select(passes, targets, s, stats, total, sizes, progress) -> dict[str
 # -- SVM ------------------------------------------------------------------------------------
 def _train_svm(passes, targets: Targets, s: TrainSettings, progress: Progress):
     m = passes.data.encoder.n_features
-    if dual.svm_in_dual(s.loss, passes.n_rows, m):  # the squared hinge on fewer rows than m
-        return dual.train_svm(passes, targets, s.seed, _n_folds(s), s.C, C_GRID, DEFAULT_C,
+    if dual_svm.svm_in_dual(s.loss, passes.n_rows, m):  # the squared hinge on fewer rows than m
+        return dual_svm.train_svm(passes, targets, s.seed, _n_folds(s), s.C, C_GRID, DEFAULT_C,
                               s.max_iter, s.normalized, progress, s.multiclass)  # fmt: skip
     columns = Columns(len(targets.classes), s.multiclass)
     k = columns.n

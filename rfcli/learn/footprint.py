@@ -19,8 +19,8 @@ def train_chunk_rows(store_chunk_rows: int, n_features: int, budget: int) -> int
 
 def svm_columns(n_classes: int, multiclass: str, rows: int | None, m: int) -> tuple[int, bool]:
     """(columns, pairwise) of the default (squared-hinge) SVM that ``rfcli train`` runs on
-    ``rows`` rows of m features of ``n_classes`` classes (rfcli.learn.dual.svm_scheme)."""
-    from rfcli.learn.dual import svm_scheme
+    ``rows`` rows of m features of ``n_classes`` classes (rfcli.learn.dual_svm.svm_scheme)."""
+    from rfcli.learn.dual_svm import svm_scheme
     from rfcli.learn.multiclass import Columns
 
     c = Columns(n_classes, svm_scheme(multiclass, "squared_hinge", rows, m))
@@ -48,7 +48,7 @@ def learner_need(model: str, m: int, k: int, folds: int = 0, rows: int | None = 
     (the kernel, a fold's centred block, its eigenvectors, the folds' held-out products,
     the refit's factor), plus the SVM's per-column arrays (one-vs-one: on about 4n/K rows
     a column, twice a pair's mean, with the pairs' kernel blocks, at most
-    rfcli.learn.dual.KEEP_BYTES, and its batches).  Measured: faithfuld (4,219
+    rfcli.learn.dual_svm.KEEP_BYTES, and its batches).  Measured: faithfuld (4,219
     rows, m = 16,384, 5-fold KRR) peaks at 1.33 GiB of RSS, where the primal estimate
     said 24.5 GiB (docs/learning.md, "KRR: one pass for every fold").
 
@@ -56,7 +56,8 @@ def learner_need(model: str, m: int, k: int, folds: int = 0, rows: int | None = 
     1.57
     """
     # here, not at the top: an encode (which asks for the bits choice) loads no learner
-    from rfcli.learn.dual import BATCH_BYTES, KEEP_BYTES, use_dual
+    from rfcli.learn.dual import use_dual
+    from rfcli.learn.dual_svm import BATCH_BYTES, KEEP_BYTES
     from rfcli.learn.ridge import RidgeStats
 
     if use_dual(rows, m):

@@ -10,7 +10,7 @@ import pytest
 
 from rfcli import EncodeSettings, ReadSettings, encode
 from rfcli.jobs.train import TrainSettings, train
-from rfcli.learn import dual
+from rfcli.learn import dual, dual_svm
 from rfcli.learn.data import fold_ids
 from tests.helpers import decoded, ridge_solution, write_parquet
 
@@ -126,7 +126,7 @@ def test_svm_newton_reaches_the_primal_optimum_of_every_masked_column():
     mask = np.column_stack([np.ones(n, bool), np.arange(n) % 3 != 0, np.arange(n) < 90])
     rows = dual.Rows([(0, F.astype(np.float32), y)])
     kern = dual.Kernel(rows)
-    beta, b, S, rep = dual.svm_newton(kern.K, Y, mask, C, folds=np.array([0, 1, 2]))
+    beta, b, S, rep = dual_svm.svm_newton(kern.K, Y, mask, C, folds=np.array([0, 1, 2]))
     assert rep["converged"]
     W, b0 = kern.primal(beta, b)
     F64 = F.astype(np.float32).astype(np.float64)
@@ -150,11 +150,11 @@ def test_newton_points_through_the_fold_inverse_equal_the_direct_solves():
     F = rng.normal(size=(n, m)) / np.sqrt(m)
     kern = dual.Kernel(dual.Rows([(0, F.astype(np.float32), np.zeros(n))]))
     T = np.flatnonzero(np.arange(n) % 3 != 0)
-    inv = dual._FoldInverse(kern.K, T, lam)
+    inv = dual_svm._FoldInverse(kern.K, T, lam)
     As = [T, np.delete(T, 5), np.sort(rng.choice(T, len(T) // 2, replace=False))]
     ys = [np.sign(rng.normal(size=len(A))) for A in As]
-    for (bA, b), A, yA in zip(dual._complement_points(inv, As, ys), As, ys, strict=True):
-        rA, rb = dual._direct_point(kern.K, lam, A, yA)
+    for (bA, b), A, yA in zip(dual_svm._complement_points(inv, As, ys), As, ys, strict=True):
+        rA, rb = dual_svm._direct_point(kern.K, lam, A, yA)
         np.testing.assert_allclose(bA, rA, rtol=1e-9, atol=1e-12 * np.abs(rA).max())
         assert b == pytest.approx(rb, rel=1e-9)
 
@@ -207,7 +207,7 @@ def test_svm_newton_column_of_one_class_ends_at_zero_weights():
     F = rng.normal(size=(40, 64)) / 8
     kern = dual.Kernel(dual.Rows([(0, F.astype(np.float32), np.zeros(40))]))
     Y = np.column_stack([-np.ones(40), np.sign(rng.normal(size=40))])
-    beta, b, S, rep = dual.svm_newton(kern.K, Y, np.ones((40, 2), dtype=bool), 1.0)
+    beta, b, S, rep = dual_svm.svm_newton(kern.K, Y, np.ones((40, 2), dtype=bool), 1.0)
     assert rep["converged"]
     assert np.abs(beta[:, 0]).max() == 0 and b[0] == pytest.approx(-1.0)
 
@@ -237,14 +237,14 @@ def test_line_search_first_piece_shortcut_is_the_sweep():
     a1 = rng.normal(0.0, 3.0, n)
     a2 = np.abs(rng.normal(0.0, 3.0, n))
     a2[::50] = 0.0
-    t = dual._line_searches(a1, a2, M, G, C)
+    t = dual_svm._line_searches(a1, a2, M, G, C)
     with np.errstate(divide="ignore", invalid="ignore"):
         tb = M / G
     tb = np.where((G != 0) & (tb > 0) & np.isfinite(tb), tb, np.inf)
     act = (M > 0) | ((M == 0) & (G < 0))
     s1 = np.where(act, G * M, 0.0).sum(axis=1)
     s2 = np.where(act, G * G, 0.0).sum(axis=1)
-    swept = np.maximum(dual._sweep(a1, a2, M, G, tb, s1, s2, C), 0.0)
+    swept = np.maximum(dual_svm._sweep(a1, a2, M, G, tb, s1, s2, C), 0.0)
     assert np.array_equal(t, swept)
     first = np.isinf(tb.min(axis=1)) | (t <= tb.min(axis=1))
     assert 0.2 * n < first.sum() < n  # both paths taken

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from rfcli import EncodeSettings, FeatureStore, ReadSettings, encode
 from rfcli.errors import UsageError
 from rfcli.jobs.train import TrainSettings, train
-from rfcli.learn import dual, selection
+from rfcli.learn import dual, dual_svm, selection
 from rfcli.learn.data import StoreData, fold_ids
 from rfcli.learn.model_file import load_model, save_model
 from rfcli.learn.multiclass import Columns
@@ -71,7 +71,7 @@ def _pair_alone(F, y_idx, i, j, C):
     rows = np.flatnonzero((y_idx == i) | (y_idx == j))
     kern = dual.Kernel(dual.Rows([(0, F[rows].astype(np.float32), y_idx[rows])]))
     Y = np.where(y_idx[rows] == i, 1.0, -1.0)[:, None]
-    beta, b, _, rep = dual.svm_newton(kern.K, Y, np.ones(Y.shape, dtype=bool), C)
+    beta, b, _, rep = dual_svm.svm_newton(kern.K, Y, np.ones(Y.shape, dtype=bool), C)
     assert rep["converged"]
     W, b0 = kern.primal(beta, b)
     return W[:, 0], b0[0]
@@ -180,9 +180,9 @@ def test_dual_ovo_does_not_depend_on_its_batches_or_kept_blocks(wide, monkeypatc
     column's systems and products are its own whatever the batch)."""
     s = TrainSettings(multiclass="ovo", cv_folds=3)
     kept = train(wide, None, s).model
-    monkeypatch.setattr(dual, "BATCH_BYTES", 1)
+    monkeypatch.setattr(dual_svm, "BATCH_BYTES", 1)
     one = train(wide, None, s).model
-    monkeypatch.setattr(dual, "KEEP_BYTES", 0)
+    monkeypatch.setattr(dual_svm, "KEEP_BYTES", 0)
     gathered = train(wide, None, s).model
     for other in (one, gathered):
         assert np.array_equal(kept.W, other.W) and np.array_equal(kept.b, other.b)
@@ -194,7 +194,7 @@ def test_dual_ovo_batched_lu_and_cholesky_give_one_model(wide, monkeypatch):
     rounding (two factorizations of the same systems: not bit for bit)."""
     s = TrainSettings(multiclass="ovo", cv_folds=3)
     lu = train(wide, None, s)
-    monkeypatch.setattr(dual, "BATCH_MAX", 0)
+    monkeypatch.setattr(dual_svm, "BATCH_MAX", 0)
     chol = train(wide, None, s)
     assert lu.report["C"] == chol.report["C"]
     assert lu.report["iterations"] == chol.report["iterations"]
