@@ -1,5 +1,6 @@
-"""Small data against scikit-learn: fits on fewer rows than random features (the dual path of
-rfcli.learn.dual) next to scikit-learn's exact kernel methods with the same selection.
+"""Small data against scikit-learn: fits on fewer rows than random features (the dual
+paths of rfcli.learn.dual and rfcli.learn.dual_svm) next to scikit-learn's exact kernel
+methods with the same selection.
 
     python bench/small_data.py [--repeats 3] [--only svm,krr,wine] [--data ../shared/data]
 
@@ -11,9 +12,12 @@ rfcli.learn.dual) next to scikit-learn's exact kernel methods with the same sele
   5 alphas, cv=5).fit``; 5-fold R^2 of both around the fits (outer split, seed 0).
 * wine: the same KRR pair on wine (178 rows, the class code as a real target).
 
-The two sides run in turns in this one process (rfcli, scikit-learn, rfcli, ...), each
-timed in wall and CPU seconds (CPU of all the process's threads); the ratio is of the
-medians.  Prints the numbers and writes build/bench/small_data.json.
+rfcli runs on its default threads (every core, at most 8); scikit-learn's search runs
+twice: as a default GridSearchCV (one core) and with ``n_jobs`` as many worker processes
+(the same cores; the workers started before the turns).  The sides run in turns in this
+one process, each timed in wall and CPU seconds (CPU of all the process's threads: the
+n_jobs workers' CPU is not counted); the ratios are of the medians.  Prints the numbers
+and writes build/bench/small_data.json.
 """
 
 from __future__ import annotations
@@ -64,6 +68,18 @@ def _turns(sides: dict, repeats: int) -> dict:
     return {"runs": runs, "median": med, "models": last}
 
 
+def _sides(rf, sk, X, y) -> dict:
+    """rfcli's fit (on its default threads), scikit-learn's search on one core (its
+    default) and on as many worker processes as rfcli has threads (``n_jobs``: the same
+    cores; its workers started once before the turns, which a user's first call pays)."""
+    from rfcli.threads import default_threads
+
+    jobs = default_threads()
+    sk(n_jobs=jobs).fit(X, y)
+    return {"rfcli": lambda: rf().fit(X, y), "sklearn": lambda: sk().fit(X, y),
+            "sklearn_jobs": lambda: sk(n_jobs=jobs).fit(X, y)}  # fmt: skip
+
+
 def bench_svm(data: str, repeats: int) -> dict:
     from sklearn.model_selection import GridSearchCV
     from sklearn.svm import SVC
@@ -71,14 +87,9 @@ def bench_svm(data: str, repeats: int) -> dict:
     from rfcli.sklearn import RandomFeatureSVC
 
     X, y, Xt, yt = _letter(data)
-    t = _turns(
-        {
-            "rfcli": lambda: RandomFeatureSVC(n_features=1024).fit(X, y),
-            "sklearn": lambda: GridSearchCV(SVC(), {"C": [0.01, 0.1, 1, 10, 100]}, cv=5).fit(X, y),
-        },
-        repeats,
-    )
-    rf, sk = t.pop("models").values()
+    sk = lambda **kw: GridSearchCV(SVC(), {"C": [0.01, 0.1, 1, 10, 100]}, cv=5, **kw)  # noqa: E731
+    t = _turns(_sides(lambda: RandomFeatureSVC(n_features=1024), sk, X, y), repeats)
+    rf, sk, _ = t.pop("models").values()
     t["rfcli_C"], t["sklearn_C"] = rf.C_, sk.best_params_["C"]
     t["rfcli_solver"] = rf.report_.get("solver", "primal")
     t["rfcli_multiclass"] = rf.model_.multiclass
@@ -97,8 +108,12 @@ def bench_krr(name: str, repeats: int) -> dict:
     X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
     y = y.astype(np.float64)
     rf = lambda: RandomFeatureRidge(n_features=1024)  # noqa: E731
-    sk = lambda: GridSearchCV(KernelRidge(kernel="rbf"), {"alpha": [1e-3, 1e-2, 1e-1, 1, 10]}, cv=5)  # noqa: E731
-    t = _turns({"rfcli": lambda: rf().fit(X, y), "sklearn": lambda: sk().fit(X, y)}, repeats)
+
+    def sk(**kw):
+        grid = {"alpha": [1e-3, 1e-2, 1e-1, 1, 10]}
+        return GridSearchCV(KernelRidge(kernel="rbf"), grid, cv=5, **kw)
+
+    t = _turns(_sides(rf, sk, X, y), repeats)
     fitted = t.pop("models")
     t["rfcli_alpha"] = float(fitted["rfcli"].alpha_)
     t["rfcli_solver"] = fitted["rfcli"].report_.get("solver", "primal")
@@ -121,10 +136,13 @@ def main() -> None:
         m = r["median"]
         r["ratio_wall"] = m["rfcli"]["wall"] / m["sklearn"]["wall"]
         r["ratio_cpu"] = m["rfcli"]["cpu"] / m["sklearn"]["cpu"]
+        r["ratio_wall_same_cores"] = m["rfcli"]["wall"] / m["sklearn_jobs"]["wall"]
         out[what] = r
         print(f"{what}: rfcli {m['rfcli']['wall']:.2f} s wall / {m['rfcli']['cpu']:.2f} s CPU, "
               f"scikit-learn {m['sklearn']['wall']:.2f} / {m['sklearn']['cpu']:.2f}: ratio "
-              f"{r['ratio_wall']:.2f} wall, {r['ratio_cpu']:.2f} CPU; "
+              f"{r['ratio_wall']:.2f} wall, {r['ratio_cpu']:.2f} CPU; scikit-learn with "
+              f"n_jobs on the same cores {m['sklearn_jobs']['wall']:.2f} s wall: ratio "
+              f"{r['ratio_wall_same_cores']:.2f}; "
               + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                           for k, v in r.items() if k.startswith(("rfcli_", "sklearn_"))))  # fmt: skip
     out["load_average_after"] = os.getloadavg()
