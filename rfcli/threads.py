@@ -14,8 +14,11 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
 
 
 def available_cores() -> int:
@@ -135,3 +138,73 @@ def one_blas_thread() -> Iterator[None]:
 def blas_depth() -> int:
     """How many :func:`one_blas_thread` blocks are open (0: BLAS at its own limits)."""
     return _STATE.depth
+
+
+def ordered_results(
+    pool, jobs: Iterable[Callable[[], Any]], threads: int, run: Callable | None = None
+) -> Iterator[Any]:
+    """The results of ``jobs`` (callables; ``run(job)`` when given) run on ``pool``, at most
+    ``threads + 1`` queued or running at a time, in their order.  A caller that stops
+    early has the jobs not started cancelled and the running ones finished first."""
+    pending: deque = deque()
+    call = run or (lambda job: job())
+    try:
+        for job in jobs:
+            pending.append(pool.submit(call, job))
+            if len(pending) > threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+        for f in pending:  # abandoned: running jobs end before their inputs are reused
+            if not f.cancelled():
+                f.exception()
+
+
+#: the pool of the enclosing :func:`tile_threads` block (None: tiles run in the caller)
+_TILE_POOL: ContextVar[tuple | None] = ContextVar("rfcli_tile_pool", default=None)
+
+
+@contextmanager
+def tile_threads(threads: int) -> Iterator[None]:
+    """Run the tiles of :func:`tiled` inside the block on ``threads`` threads (each on one
+    BLAS thread).  A tiled computation splits its work into tiles fixed by the problem's
+    shape alone and combines their results in tile order, so its numbers are the same bit
+    for bit on any number of threads: the threads change the time only.  Tiles started
+    from a tile's own thread run there (no nested pools)."""
+    threads = max(int(threads), 1)
+    if threads == 1:
+        token = _TILE_POOL.set(None)
+        try:
+            yield
+        finally:
+            _TILE_POOL.reset(token)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="rfcli-tile") as pool:
+        token = _TILE_POOL.set((pool, threads))
+        try:
+            yield
+        finally:
+            _TILE_POOL.reset(token)
+
+
+def _one_thread_call(job):
+    with one_blas_thread():
+        return job()
+
+
+def tiled(fn: Callable[[Any], Any], tiles: Iterable[Any]) -> Iterator[Any]:
+    """``fn(tile)`` for each tile, in tile order, each on one BLAS thread: on the threads of
+    the enclosing :func:`tile_threads` block (at most threads + 1 results pending), else in
+    the caller."""
+    held = _TILE_POOL.get()
+    if held is None:
+        for t in tiles:
+            yield _one_thread_call(lambda t=t: fn(t))
+        return
+    pool, threads = held
+    yield from ordered_results(pool, (lambda t=t: fn(t) for t in tiles), threads, _one_thread_call)

@@ -17,7 +17,7 @@ from rfcli.engines.base import Engine, batch_results, sum_in_order
 from rfcli.errors import InputError, Interrupted
 from rfcli.io.readers import Chunk, iter_chunks
 from rfcli.progress import NullProgress, Progress
-from rfcli.threads import default_threads, one_blas_thread
+from rfcli.threads import default_threads, one_blas_thread, ordered_results
 
 
 def _advancing(chunks, task):
@@ -87,7 +87,7 @@ class LocalPasses:
             if not self._parallel(len(groups)):
                 return sum_in_order(fn(g, *args) for g in groups)
             jobs = [partial(fn, g, *args) for g in groups]
-            return sum_in_order(_ordered(self._pool, jobs, self.threads))
+            return sum_in_order(ordered_results(self._pool, jobs, self.threads, _run))
 
     def map_batches(self, fn: Callable[..., Any], *args: Any, title: str) -> Iterator[Any]:
         """``fn(batch, *args)`` for every batch (with its id columns), in row order: the
@@ -101,27 +101,8 @@ class LocalPasses:
                         yield fn(batch, *args)
                 return
             jobs = [partial(batch_results, g, fn, args) for g in groups]
-            for outs in _ordered(self._pool, jobs, self.threads):
+            for outs in ordered_results(self._pool, jobs, self.threads, _run):
                 yield from outs
-
-
-def _ordered(pool: ThreadPoolExecutor, jobs: list, threads: int) -> Iterator[Any]:
-    """The results of ``jobs`` (callables) run on ``pool``, at most ``threads + 1`` queued
-    or running at a time, in their order."""
-    pending: deque = deque()
-    try:
-        for job in jobs:
-            pending.append(pool.submit(_run, job))
-            if len(pending) > threads:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        for f in pending:
-            f.cancel()
-        for f in pending:  # an abandoned pass: its running jobs end before the data is reused
-            if not f.cancelled():
-                f.exception()
 
 
 def _run(job):

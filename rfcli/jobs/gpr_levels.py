@@ -50,6 +50,7 @@ from rfcli.learn.gpr import (
     max_gp_nodes,
 )
 from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, scan
+from rfcli.learn.tiles import weighted_gram
 from rfcli.maps import glf_rules
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import RuleTooLarge
@@ -503,9 +504,8 @@ class Levels:
         X = self.xy[: self.s.sample_rows, :-1]
         with timed(self.clock, "kernel error on the data"), one_blas_thread():
             F = fmap.transform(X)
-            E = (F * fmap.weights(ell)) @ F.T - glf_rules.stationary_kernel(
-                self.s.kernel, X, X, ell
-            )
+            E = weighted_gram(F, fmap.weights(ell))
+            E -= glf_rules.stationary_kernel(self.s.kernel, X, X, ell)
             top = float(np.max(np.abs(np.linalg.eigvalsh((E + E.T) / 2))))
         return top * max(n, len(X)) / len(X)
 

@@ -69,7 +69,7 @@ from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import GLF_KERNELS
 from rfcli.memory import physical_memory
 from rfcli.progress import NullProgress, Progress
-from rfcli.threads import one_blas_thread
+from rfcli.threads import one_blas_thread, tile_threads
 
 _POS_INT = Interval("int", 1)
 
@@ -267,11 +267,14 @@ def _train_gpr(input_path, output, s, read, eng, *, overwrite: bool) -> TrainRes
     t0 = time.perf_counter()
     report: dict[str, Any] = {"model": "gpr", "features_kind": s.features, "kernel": s.kernel}
     clock = {"pass": 0.0}
-    if location.is_store(input_path):
-        fit, label, passes = _fit_store(input_path, s, eng, report, clock)
-    else:
-        fit, label, passes = _fit_input(input_path, s, read, eng, report, clock)
-    model = finish(fit, passes, s, eng, report, clock, t0)
+    # the learning's dense products run on the job's threads, in tiles fixed by their
+    # shapes (rfcli.learn.tiles): the same model on any number of them
+    with tile_threads(getattr(eng, "threads", 1) or 1):
+        if location.is_store(input_path):
+            fit, label, passes = _fit_store(input_path, s, eng, report, clock)
+        else:
+            fit, label, passes = _fit_input(input_path, s, read, eng, report, clock)
+        model = finish(fit, passes, s, eng, report, clock, t0)
     warn_if_not_converged(report, "GP hyperparameter learning")
     trained_on = {"input": location.name(input_path), "label": label}
     result = TrainResult(model, report, report["seconds"], fit.encoder, trained_on)

@@ -25,6 +25,13 @@ import numpy as np
 from rfcli.errors import InputError
 from rfcli.learn.linear import MODELS, LinearModel
 from rfcli.learn.ridge import RidgeStats
+from rfcli.learn.tiles import (
+    column_sq_norms,
+    inverse_sq_column_norms,
+    left_product,
+    row_gram,
+    weighted_gram,
+)
 from rfcli.progress import Iterations, NullProgress, Progress
 
 #: L-BFGS-B stops when the relative objective reduction is below ftol (scipy's default:
@@ -72,10 +79,14 @@ class GPStats:
         return None if self.sums is None else self.sums.gram()
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """(V, y) of the rows kept (while n <= m)."""
+        """(V, y) of the rows kept (while n <= m), stacked once (the blocks are replaced by
+        the stacked rows: later calls and copies share them)."""
         if not self.blocks:
             return np.zeros((0, self.m)), np.zeros(0)
-        return np.vstack([b[0] for b in self.blocks]), np.concatenate([b[1] for b in self.blocks])
+        if len(self.blocks) > 1:
+            V = np.vstack([b[0] for b in self.blocks])
+            self.blocks = [(V, np.concatenate([b[1] for b in self.blocks]))]
+        return self.blocks[0]
 
     def _fold(self) -> None:
         """Rows -> sums (once; the form for n > m)."""
@@ -214,9 +225,9 @@ class Reduced:
         out = cls.__new__(cls)
         r = 0
         if n and m:
-            W = V @ V.T
+            W = row_gram(V)
             # the threshold of the sums' rule: the largest diagonal entry of G = V'V
-            top = float(np.max(np.einsum("ij,ij->j", V, V)))
+            top = float(np.max(column_sq_norms(V)))
             if top > 0:
                 L, piv, rank, info = dpstrf(W, lower=1, tol=rel_tol * top)
                 if info < 0:  # pragma: no cover - bad arguments
@@ -229,7 +240,7 @@ class Reduced:
             F = np.empty((n, r))  # W ~= F F', rows put back in their order
             F[piv[:n] - 1] = np.tril(L[:, :r])
             Q = sla.qr(F, mode="economic", check_finite=False)[0]
-            out.P = Q.T @ V
+            out.P = left_product(Q, V)
             out.z = Q.T @ y
             resid = y - Q @ out.z
         out.zz = float(out.z @ out.z)
@@ -239,7 +250,7 @@ class Reduced:
 
 #: m x m float64 matrices a GP fit holds at its peak besides one statistics copy per engine
 #: thread: the summed statistics, the factor P and its pivoting work copy, A's factor with
-#: P D and L^-1 P in learning, the posterior's L^-1 P D and covariance
+#: its partial sums (rfcli.learn.tiles) in learning, the posterior's L^-1 P D and covariance
 GP_MATRICES = 7
 
 
@@ -276,8 +287,9 @@ def _factor(theta, red: Reduced, spectral: Spectral):
     lam = np.exp(log_lam)
     wp, dlog = spectral.fn(np.exp(shape))
     D = np.exp(log_s2) * wp
-    B = red.P * np.sqrt(D)  # D >= 0: A = B B' + lambda I, one symmetric rank-k product
-    A = B @ B.T  # NumPy computes X @ X.T by syrk: half the flops (2.3x faster at 800 x 1900)
+    # D >= 0: A = P D P' + lambda I by symmetric rank-k products of P sqrt(D) (syrk: half
+    # the flops, 2.3x faster at 800 x 1900), on the tile threads
+    A = weighted_gram(red.P, D)
     A[np.diag_indices_from(A)] += lam
     return D, dlog, lam, sla.cho_factor(A, lower=True, check_finite=False)
 
@@ -297,12 +309,13 @@ def lml_and_grad(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=
     if not need_grad:
         return lml, None
     Va = red.P.T @ w  # V'alpha
-    Linv_P = sla.solve_triangular(cf[0], red.P, lower=True, check_finite=False)
-    diag_VKV = np.einsum("ij,ij->j", Linv_P, Linv_P)  # diag(V'K~^-1 V) = diag(P'A^-1 P)
-    dD = 0.5 * Va**2 - 0.5 * diag_VKV
     from scipy.linalg.lapack import dtrtri
 
     Linv, _ = dtrtri(np.tril(cf[0]), lower=1)  # triangular inverse: r^3/3 flops, not r^3
+    # diag(V'K~^-1 V) = diag(P'A^-1 P) = squared column norms of L^-1 P: a product with the
+    # inverse runs on the tile threads (a triangular solve holds the GIL in SciPy)
+    diag_VKV = inverse_sq_column_norms(Linv, red.P)
+    dD = 0.5 * Va**2 - 0.5 * diag_VKV
     tr_Kinv = np.sum(Linv * Linv) + (red.n - red.r) / lam
     aa = w @ w + (red.yty - red.zz) / lam**2  # alpha'alpha
     g = np.empty_like(theta)

@@ -184,8 +184,13 @@ class GaussLegendreMap(FeatureMap):
 
     def transform_raw(self, X):
         self._check_fitted()
-        Z = 2 * np.pi * (np.asarray(X, dtype=np.float64) @ self.H_.T)
-        return np.hstack([np.cos(Z), np.sin(Z)]), None
+        Z = np.asarray(X, dtype=np.float64) @ self.H_.T
+        Z *= 2 * np.pi
+        m = Z.shape[1]
+        out = np.empty((Z.shape[0], 2 * m))
+        np.cos(Z, out=out[:, :m])
+        np.sin(Z, out=out[:, m:])
+        return out, None
 
     def weights(self, ell) -> np.ndarray:
         """Quadrature weight times spectral density per feature (cos and sin halves)."""

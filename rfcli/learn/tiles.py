@@ -1,0 +1,93 @@
+"""Dense products of the GP's learning split into tiles fixed by the matrices' shapes, run
+on the threads of the enclosing :func:`rfcli.threads.tile_threads` block (each on one BLAS
+thread) and combined in tile order: the same numbers bit for bit on any number of threads,
+where a multi-threaded BLAS call would split its sums by the thread count.  NumPy's
+products release the GIL, so two tiles run at once on two cores (SciPy's LAPACK wrappers
+do not: triangular solves go through an explicit triangular inverse here instead)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rfcli.threads import tiled
+
+#: columns (features) per tile: 1,024 columns of a 600-row factor are 5 MB, cache-sized
+#: blocks for the products; rows per tile of a row Gram matrix
+COL_TILE, ROW_TILE = 1024, 512
+#: a Gram matrix of more rows than this is summed from two column halves, not 1,024-column
+#: tiles: at most two r x r partial sums pending, the memory the GP's budget counts for
+#: these products (rfcli.learn.gpr.GP_MATRICES)
+WIDE_GRAM = 2048
+
+
+def _spans(n: int, size: int) -> list[slice]:
+    return [slice(a, min(a + size, n)) for a in range(0, n, size)] or [slice(0, 0)]
+
+
+def weighted_gram(B: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """``B diag(w) B'`` (w >= 0; None: ones) as the sum over column tiles, left to right,
+    of ``(B_t sqrt(w_t)) (B_t sqrt(w_t))'`` (each a symmetric rank-k product)."""
+    s = None if w is None else np.sqrt(w)
+
+    def part(t: slice) -> np.ndarray:
+        Bt = B[:, t] if s is None else B[:, t] * s[t]
+        return Bt @ Bt.T  # NumPy computes X @ X.T by syrk: symmetric, half the flops
+
+    r, m = B.shape
+    size = COL_TILE if r <= WIDE_GRAM else max(1, -(-m // 2))
+    out = None
+    for p in tiled(part, _spans(m, size)):
+        if out is None:
+            out = p
+        else:
+            out += p
+    return out
+
+
+def row_gram(V: np.ndarray) -> np.ndarray:
+    """``V V'`` (n x n) by row tiles: each tile pair ``V_I V_J'`` (J <= I) computed once, the
+    upper triangle mirrored from the lower."""
+    n = V.shape[0]
+    W = np.empty((n, n))
+    spans = _spans(n, ROW_TILE)
+    pairs = [(i, j) for i in range(len(spans)) for j in range(i + 1)]
+
+    def part(ij: tuple[int, int]) -> None:
+        a, b = spans[ij[0]], spans[ij[1]]
+        W[a, b] = V[a] @ V[b].T
+        if ij[0] != ij[1]:
+            W[b, a] = W[a, b].T
+
+    for _ in tiled(part, pairs):
+        pass
+    return W
+
+
+def left_product(Q: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """``Q' V`` by column tiles of V (each column of the result from one product)."""
+    out = np.empty((Q.shape[1], V.shape[1]))
+
+    def part(t: slice) -> None:
+        out[:, t] = Q.T @ V[:, t]
+
+    for _ in tiled(part, _spans(V.shape[1], COL_TILE)):
+        pass
+    return out
+
+
+def column_sq_norms(V: np.ndarray) -> np.ndarray:
+    """The squared norm of each column of V, by column tiles."""
+    return np.concatenate(
+        list(tiled(lambda t: np.einsum("ij,ij->j", V[:, t], V[:, t]), _spans(V.shape[1], COL_TILE)))
+    )
+
+
+def inverse_sq_column_norms(Linv: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """The squared column norms of ``Linv P`` (``diag(P' A^-1 P)`` for ``A = L L'`` and Linv
+    its triangular inverse), by column tiles of P."""
+
+    def part(t: slice) -> np.ndarray:
+        X = Linv @ P[:, t]
+        return np.einsum("ij,ij->j", X, X)
+
+    return np.concatenate(list(tiled(part, _spans(P.shape[1], COL_TILE))))

@@ -1,0 +1,74 @@
+"""The GP's tiled products: the same bits on any number of threads, and the products they
+stand for."""
+
+import numpy as np
+import pytest
+
+from rfcli.learn import tiles
+from rfcli.threads import tile_threads
+
+
+@pytest.fixture
+def mats():
+    rng = np.random.default_rng(3)
+    P = rng.standard_normal((70, 2600))  # three column tiles, the last one narrow
+    V = rng.standard_normal((1100, 300))  # three row tiles
+    w = rng.uniform(0, 2, 2600)
+    A = P @ P.T / 2600 + np.eye(70)
+    L = np.linalg.cholesky(A)
+    return P, V, w, np.linalg.inv(L)
+
+
+def _all(P, V, w, Linv):
+    return {
+        "weighted": tiles.weighted_gram(P, w),
+        "plain": tiles.weighted_gram(P),
+        "rows": tiles.row_gram(V),
+        "left": tiles.left_product(V[:, :40], V),
+        "norms": tiles.column_sq_norms(V),
+        "inverse": tiles.inverse_sq_column_norms(Linv, P),
+    }
+
+
+def test_tiled_products_are_bit_identical_on_1_2_and_5_threads(mats):
+    with tile_threads(1):
+        ref = _all(*mats)
+    for t in (2, 5):
+        with tile_threads(t):
+            out = _all(*mats)
+        for k, v in ref.items():
+            assert np.array_equal(out[k], v), (t, k)
+    assert np.array_equal(_all(*mats)["weighted"], ref["weighted"])  # no block: the caller
+
+
+def test_tiled_products_compute_what_they_stand_for(mats):
+    P, V, w, Linv = mats
+    with tile_threads(2):
+        out = _all(P, V, w, Linv)
+    np.testing.assert_allclose(out["weighted"], (P * w) @ P.T, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(out["plain"], P @ P.T, rtol=1e-12, atol=1e-10)
+    assert np.array_equal(out["rows"], out["rows"].T)
+    np.testing.assert_allclose(out["rows"], V @ V.T, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(out["left"], V[:, :40].T @ V, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(out["norms"], (V * V).sum(0), rtol=1e-12)
+    np.testing.assert_allclose(out["inverse"], ((Linv @ P) ** 2).sum(0), rtol=1e-12)
+
+
+def test_a_wide_gram_is_summed_from_two_halves(monkeypatch):
+    """Above WIDE_GRAM rows at most two r x r partial sums exist at once."""
+    seen = []
+    real = tiles.tiled
+
+    def spy(fn, spans):
+        spans = list(spans)
+        seen.append(len(spans))
+        return real(fn, spans)
+
+    monkeypatch.setattr(tiles, "tiled", spy)
+    monkeypatch.setattr(tiles, "WIDE_GRAM", 10)
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((20, 5000))
+    with tile_threads(3):
+        out = tiles.weighted_gram(B)
+    assert seen == [2]
+    np.testing.assert_allclose(out, B @ B.T, rtol=1e-12, atol=1e-9)
