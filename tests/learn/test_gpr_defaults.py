@@ -453,3 +453,20 @@ def test_the_kernel_error_on_the_data_is_the_spectral_norm_of_the_matrix_error(t
     dense = np.abs(np.linalg.eigvalsh(E)).max()
     assert rep["kernel_error_data"] == pytest.approx(dense, rel=1e-6)
     assert rep["kernel_error_data"] > rep["probe_error"]  # n entries add up
+
+
+def test_a_group_on_its_edge_heading_for_a_finished_optimum_joins_it():
+    """The rule that stops a second group from chasing the first one's lengthscale."""
+    from rfcli.jobs.gpr_levels import Levels
+
+    lv = Levels.__new__(Levels)
+    lv.bounds = np.array([[0.001, 10.0], [0.001, 10.0]])
+    ranges = np.array([[0.02, 0.04], [0.5, 2.0]])
+    on_lo = np.array([0.02, 1.0])  # on the lower edge in dimension 1, inside in dimension 2
+    assert lv._heading_for(on_lo, ranges, np.array([0.002, 1.5]))
+    assert not lv._heading_for(on_lo, ranges, np.array([0.03, 1.5]))  # not beyond the edge
+    assert not lv._heading_for(on_lo, ranges, np.array([0.002, 3.0]))  # off in dimension 2
+    assert not lv._heading_for(np.array([0.03, 1.0]), ranges, np.array([0.002, 1.0]))  # inside
+    # an edge that is the bound itself: the optimum goes no further
+    at_bound = np.array([[0.001, 0.04], [0.5, 2.0]])
+    assert not lv._heading_for(np.array([0.001, 1.0]), at_bound, np.array([0.0005, 1.0]))
