@@ -122,6 +122,7 @@ class Levels:
         self.n_ell = len(self.bounds)
         self.width = np.maximum(sample.max(0) - sample.min(0), 1e-12)  # exact after a pass
         self.xy: np.ndarray | None = None  # (x, y) row sample from the first pass
+        self.sample_best: np.ndarray | None = None  # the sample scan's best lengthscales
         self.passes = 0
         self.levels: list[dict] = []
         self.history: list[dict] = []
@@ -316,6 +317,7 @@ class Levels:
                 title=f"GP scan (exact GP on {len(xy)} sample rows)",
             )
         best = max(pts, key=lambda p: p["lml"])
+        self.sample_best = np.asarray(best["ell"], dtype=float)
         lo, hi = ranges[:, 0] * 0.9999, ranges[:, 1] * 1.0001
         inside = [p for p in pts if np.all((p["ell"] >= lo) & (p["ell"] <= hi))]
         self.report["sample_scan"] = scan_report(pts, f"exact GP on {len(xy)} sample rows")
@@ -419,6 +421,13 @@ class Levels:
                 reach = F_OUT**hits
                 nxt[:, 0] = np.where(lo_hit, np.maximum(ell / reach, self.bounds[:, 0]), nxt[:, 0])
                 nxt[:, 1] = np.where(hi_hit, np.minimum(ell * reach, self.bounds[:, 1]), nxt[:, 1])
+            if self.sample_best is not None:
+                # an optimum on its edge heading for the sample scan's best point: the next
+                # range reaches it at once (datasets::treering: the lengthscale ran to its
+                # lower bound, where the sample scan had put it, over four levels)
+                sb = self.sample_best
+                nxt[:, 0] = np.where(lo_hit & (sb < ell), np.minimum(nxt[:, 0], sb), nxt[:, 0])
+                nxt[:, 1] = np.where(hi_hit & (sb > ell), np.maximum(nxt[:, 1], sb), nxt[:, 1])
             noise_tol = NOISE_SHARE * level["noise_to_signal"]
             on_data = level["kernel_error_data"]
             # also when the optimum left the range: an error above the noise moves the optimum
