@@ -470,3 +470,22 @@ def test_a_group_on_its_edge_heading_for_a_finished_optimum_joins_it():
     # an edge that is the bound itself: the optimum goes no further
     at_bound = np.array([[0.001, 0.04], [0.5, 2.0]])
     assert not lv._heading_for(np.array([0.001, 1.0]), at_bound, np.array([0.0005, 1.0]))
+
+
+def test_levels_reach_the_sample_scans_best_point_at_once(tmp_path):
+    """An AR(1) series on a random subset of the years: the likelihood peaks near the
+    smallest lengthscales, where the sample scan puts its best point; the first level's
+    optimum sits on its range's lower edge, and the next range reaches that point (not
+    only F_OUT further: one level less)."""
+    rng = np.random.default_rng(0)
+    e, ar = rng.normal(size=1000), np.zeros(1000)
+    for i in range(1, 1000):
+        ar[i] = 0.3 * ar[i - 1] + e[i]
+    x = rng.permutation(1000)[:400]
+    path = write_parquet(tmp_path / "ar.parquet", x=x.astype(float), y=ar[x])
+    rep = train_gpr(str(path), None, GPRSettings(), ReadSettings(label="y")).report
+    best = rep["sample_scan"]["best_lengthscale"][0]
+    first, second = rep["levels"][1], rep["levels"][2]
+    assert first["lengthscale"][0] == pytest.approx(first["lengthscale_range"][0][0])
+    assert best < first["lengthscale"][0] / 1.5  # beyond the range F_OUT would give
+    assert second["lengthscale_range"][0][0] <= best * 1.0001
