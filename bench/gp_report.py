@@ -551,7 +551,7 @@ def dev_section(rows) -> list[str]:
         f"the speed-up is against that one) measured {_load_text(rows)}; memory is the "
         "process's peak RSS. `kernel error`: the kernel matrix's quadrature error on the data "
         "at the optimum ((n/k) ||K~_k - K_k||_2 on the k-row sample, units of the signal "
-        "variance), which must be <= 0.3 x `noise/signal`. The sections above this one come "
+        "variance), which must be <= 0.1 x `noise/signal`. The sections above this one come "
         "from the last full run (`python bench/gp_report.py`), which may predate this one.",
         "",
         "| set | d | n | ard | rfcli nodes | kernel error | noise/signal | rfcli MSE | exact MSE "

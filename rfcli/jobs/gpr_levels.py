@@ -70,7 +70,7 @@ SHRINK = 0.8
 GROUP_RATIO, MAX_GROUPS = 6.0, 2
 #: the kernel error at the optimum must be at most NOISE_SHARE x noise/signal; when it is
 #: not, the rules are refined to NOISE_REFINE x noise/signal (room for the noise to move)
-NOISE_SHARE, NOISE_REFINE = 0.3, 0.1
+NOISE_SHARE, NOISE_REFINE = 0.1, 0.03
 #: a refinement for the noise tries design tolerances tol / REFINE_FACTOR^k, k = 1 ..
 #: REFINE_TRIES, and keeps the coarsest whose rule's error on the data meets the target
 REFINE_FACTOR, REFINE_TRIES = 3.0, 8

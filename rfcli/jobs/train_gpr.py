@@ -99,7 +99,7 @@ class GPRSettings(Validated):
         Random Fourier features (rff).
     tol : float, default=1e-3
         GLF's kernel error tolerance at the optimum (units of the signal variance);
-        learning also keeps it at most 0.3 x the learned noise/signal, refining the rule.
+        learning also keeps it at most 0.1 x the learned noise/signal, refining the rule.
     nodes, cutoff : list or None, default=None
         A GLF rule by hand: nodes per input (even) and the frequency cutoff per input.
     standardize : bool, default=True

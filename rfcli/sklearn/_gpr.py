@@ -40,7 +40,7 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         Random Fourier features (features="rff").
     tol : float, default=1e-3
         GLF's kernel approximation tolerance (units of the signal variance) at the optimum;
-        learning also keeps it at most 0.3 x the learned noise/signal ratio (refining the
+        learning also keeps it at most 0.1 x the learned noise/signal ratio (refining the
         rule when needed).
     memory : int or None, default=None
         Memory budget in bytes for the GP's m x m arrays (None: the machine's physical
