@@ -489,3 +489,15 @@ def test_levels_reach_the_sample_scans_best_point_at_once(tmp_path):
     assert first["lengthscale"][0] == pytest.approx(first["lengthscale_range"][0][0])
     assert best < first["lengthscale"][0] / 1.5  # beyond the range F_OUT would give
     assert second["lengthscale_range"][0][0] <= best * 1.0001
+
+
+def test_gauss_legendre_rules_match_numpys_and_integrate_exactly():
+    from rfcli.maps.glf_rules import _leggauss
+
+    for q in (2, 7, 64, 501, 1200):
+        x, w = _leggauss(q)
+        x0, w0 = np.polynomial.legendre.leggauss(q)
+        np.testing.assert_allclose(x, x0, rtol=0, atol=4e-16)
+        np.testing.assert_allclose(w, w0, rtol=1e-9)
+        for k in (0, 2, min(2 * q - 2, 40)):  # x^k exactly up to degree 2q - 1
+            assert abs(w @ x**k - 2 / (k + 1)) < 1e-13
