@@ -30,6 +30,7 @@ import numpy as np
 
 from rfcli.maps.bandwidth import distances
 from rfcli.progress import NullProgress, Progress
+from rfcli.threads import tiled
 
 LOG2PI = np.log(2 * np.pi)
 #: upper lengthscale bound = HI_FACTOR x the sample's extent (per dimension with ARD)
@@ -187,31 +188,35 @@ def scan(
     progress = progress or NullProgress()
     with progress.task(title, planned, unit="points") as task:
 
-        def ev(ell) -> dict:
-            ell = np.asarray(ell, dtype=np.float64)
-            key = tuple(np.round(np.log(ell), 9))
-            if key not in seen:
-                lml, a, b = evaluate(ell)
-                seen[key] = {"ell": ell, "lml": lml, "log_s2": a, "log_lam": b}
-                best = max(seen.values(), key=lambda p: p["lml"])
-                task.update(best_lengthscale=", ".join(f"{v:.4g}" for v in best["ell"]),
-                            **{"LML (standardized y)": best["lml"]})  # fmt: skip
-            task.advance(1)
-            return seen[key]
+        def line(ells) -> None:
+            """Evaluate a line of points (independent of each other: on the tile threads
+            of an enclosing rfcli.threads.tile_threads block), recorded in order."""
+            ells = [np.asarray(e, dtype=np.float64) for e in ells]
+            keys = [tuple(np.round(np.log(e), 9)) for e in ells]
+            new = {kk: e for kk, e in zip(keys, ells, strict=True) if kk not in seen}
+            done = dict(zip(new, tiled(evaluate, list(new.values())), strict=True))
+            for kk in keys:
+                if kk in done and kk not in seen:
+                    lml, a, b = done[kk]
+                    seen[kk] = {"ell": new[kk], "lml": lml, "log_s2": a, "log_lam": b}
+                    best = max(seen.values(), key=lambda p: p["lml"])
+                    task.update(best_lengthscale=", ".join(f"{v:.4g}" for v in best["ell"]),
+                                **{"LML (standardized y)": best["lml"]})  # fmt: skip
+                task.advance(1)
 
         if len(grids) == 1:
-            for g in grids[0]:
-                ev([g])
+            line([[g] for g in grids[0]])
             return list(seen.values())
-        for t in np.linspace(0.0, 1.0, k):
-            ev([g[0] * (g[-1] / g[0]) ** t for g in grids])
+        line([[g[0] * (g[-1] / g[0]) ** t for g in grids] for t in np.linspace(0.0, 1.0, k)])
         for _ in range(sweeps):
             for j, g in enumerate(grids):
                 base = max(seen.values(), key=lambda p: p["lml"])["ell"]
+                ells = []
                 for v in g:
                     ell = base.copy()
                     ell[j] = v
-                    ev(ell)
+                    ells.append(ell)
+                line(ells)
         return list(seen.values())
 
 

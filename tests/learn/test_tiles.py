@@ -72,3 +72,23 @@ def test_a_wide_gram_is_summed_from_two_halves(monkeypatch):
         out = tiles.weighted_gram(B)
     assert seen == [2]
     np.testing.assert_allclose(out, B @ B.T, rtol=1e-12, atol=1e-9)
+
+
+def test_scan_points_are_the_same_on_any_number_of_threads():
+    """The GP scans evaluate a line of grid points on the tile threads, recorded in order."""
+    from rfcli.learn.gpr_search import exact_profile, scan
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 1, (120, 2))
+    y = np.sin(5 * X[:, 0]) + 0.1 * rng.normal(size=120)
+    y = (y - y.mean()) / y.std()
+    prof = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-4, 10.0))
+    grids = [np.geomspace(0.05, 2.0, 7), np.geomspace(0.1, 3.0, 6)]
+    runs = []
+    for t in (1, 3):
+        with tile_threads(t):
+            runs.append(scan(prof, grids, sweeps=2) + scan(prof, grids[:1]))
+    assert len(runs[0]) == len(runs[1])
+    for p, q in zip(*runs, strict=True):
+        assert np.array_equal(p["ell"], q["ell"]) and p["lml"] == q["lml"]
+        assert p["log_s2"] == q["log_s2"] and p["log_lam"] == q["log_lam"]
