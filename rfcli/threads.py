@@ -164,6 +164,7 @@ def ordered_results(
 
 
 #: the pool of the enclosing :func:`tile_threads` block (None: tiles run in the caller)
+_TILE_PREFIX = "rfcli-tile"
 _TILE_POOL: ContextVar[tuple | None] = ContextVar("rfcli_tile_pool", default=None)
 
 
@@ -184,7 +185,7 @@ def tile_threads(threads: int) -> Iterator[None]:
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(threads, thread_name_prefix="rfcli-tile") as pool:
+    with ThreadPoolExecutor(threads, thread_name_prefix=_TILE_PREFIX) as pool:
         token = _TILE_POOL.set((pool, threads))
         try:
             yield
@@ -197,14 +198,23 @@ def _one_thread_call(job):
         return job()
 
 
+def tile_thread_count() -> int:
+    """Threads of the enclosing :func:`tile_threads` block (1 outside one)."""
+    held = _TILE_POOL.get()
+    return 1 if held is None else held[1]
+
+
 def tiled(fn: Callable[[Any], Any], tiles: Iterable[Any]) -> Iterator[Any]:
     """``fn(tile)`` for each tile, in tile order, each on one BLAS thread: on the threads of
     the enclosing :func:`tile_threads` block (at most threads + 1 results pending), else in
     the caller."""
     held = _TILE_POOL.get()
+    if threading.current_thread().name.startswith(_TILE_PREFIX):
+        held = None  # a tile's own tiles (whatever context its thread inherited)
     if held is None:
+        limited = blas_depth() > 0  # else each tile opens (and closes) the limit itself
         for t in tiles:
-            yield _one_thread_call(lambda t=t: fn(t))
+            yield fn(t) if limited else _one_thread_call(lambda t=t: fn(t))
         return
     pool, threads = held
     yield from ordered_results(pool, (lambda t=t: fn(t) for t in tiles), threads, _one_thread_call)

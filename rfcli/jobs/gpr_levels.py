@@ -429,9 +429,12 @@ class Levels:
                 # an optimum on its edge heading for the sample scan's best point: the next
                 # range reaches it at once (datasets::treering: the lengthscale ran to its
                 # lower bound, where the sample scan had put it, over four levels)
-                sb = self.sample_best
-                nxt[:, 0] = np.where(lo_hit & (sb < ell), np.minimum(nxt[:, 0], sb), nxt[:, 0])
-                nxt[:, 1] = np.where(hi_hit & (sb > ell), np.maximum(nxt[:, 1], sb), nxt[:, 1])
+                # (when that range's rule fits the budget: else the steps above go on)
+                sb, far = self.sample_best, nxt.copy()
+                far[:, 0] = np.where(lo_hit & (sb < ell), np.minimum(nxt[:, 0], sb), nxt[:, 0])
+                far[:, 1] = np.where(hi_hit & (sb > ell), np.maximum(nxt[:, 1], sb), nxt[:, 1])
+                if not np.array_equal(far, nxt) and self._fits(far):
+                    nxt = far
             noise_tol = NOISE_SHARE * level["noise_to_signal"]
             on_data = level["kernel_error_data"]
             # also when the optimum left the range: an error above the noise moves the optimum
@@ -564,10 +567,13 @@ def spectral_norm(E: np.ndarray) -> float:
     for all eigenvalues of a 1,000 x 1,000 matrix, the same value to rounding.  Small
     matrices take the full eigendecomposition."""
     n = E.shape[0]
-    if n <= 64:
+    if n <= 64 or not np.any(E):
         return float(np.max(np.abs(np.linalg.eigvalsh(E)))) if n else 0.0
-    from scipy.sparse.linalg import eigsh
+    from scipy.sparse.linalg import ArpackError, eigsh
 
     v0 = np.random.default_rng(0).standard_normal(n)
-    top = eigsh(E, k=1, which="LM", v0=v0, tol=1e-10, return_eigenvectors=False)
+    try:
+        top = eigsh(E, k=1, which="LM", v0=v0, tol=1e-10, return_eigenvectors=False)
+    except ArpackError:  # no convergence (ArpackNoConvergence is one): all of them
+        return float(np.max(np.abs(np.linalg.eigvalsh(E))))
     return float(abs(top[0]))

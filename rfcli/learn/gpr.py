@@ -249,8 +249,10 @@ class Reduced:
 
 
 #: m x m float64 matrices a GP fit holds at its peak besides one statistics copy per engine
-#: thread: the summed statistics, the factor P and its pivoting work copy, A's factor with
-#: its partial sums (rfcli.learn.tiles) in learning, the posterior's L^-1 P D and covariance
+#: thread: the summed statistics, the factor P and its pivoting work copy, A's factor in
+#: learning, the posterior's L^-1 P D and covariance.  Beyond them: the tiled products'
+#: partial sums (rfcli.learn.tiles: two r x r above 2,048 rows, else up to threads + 2 of
+#: at most 32 MB each) and the scan points evaluated at once (within 4 m^2: glf_profile)
 GP_MATRICES = 7
 
 

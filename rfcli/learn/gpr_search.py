@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rfcli.learn.tiles import weighted_gram
 from rfcli.maps.bandwidth import distances
 from rfcli.progress import NullProgress, Progress
 from rfcli.threads import tiled
@@ -161,11 +162,16 @@ def glf_profile(red, spectral, s2_bounds, lam_bounds) -> Callable:
 
     def evaluate(ell):
         wp, _ = spectral.fn(np.asarray(ell, dtype=np.float64))
-        M = (red.P * wp) @ red.P.T
-        mu, Q = np.linalg.eigh((M + M.T) / 2)
+        M = weighted_gram(red.P, wp)  # symmetric by construction
+        mu, Q = np.linalg.eigh(M)
         z2 = (Q.T @ red.z) ** 2
         return profile(mu, z2, red.yty - red.zz, red.n, s2_bounds, lam_bounds)
 
+    # points evaluated at once (scan): each holds about 3 r^2 + 1,024 r float64 (M, the
+    # eigenvectors, a product tile); together at most 4 m^2, room the fit's budget keeps for
+    # its learning matrices (rfcli.learn.gpr.GP_MATRICES), not yet alive during a scan
+    r, m = red.P.shape
+    evaluate.max_parallel = max(1, (4 * m * m) // max(3 * r * r + 1024 * r, 1))
     return evaluate
 
 
@@ -183,6 +189,7 @@ def scan(
     task ``title`` counts the points planned (those a sweep meets again are not evaluated
     again), with the best lengthscale and LML so far."""
     seen: dict[tuple, dict] = {}
+    cap = int(getattr(evaluate, "max_parallel", 1 << 30))
     k = max(len(g) for g in grids)
     planned = k if len(grids) == 1 else k + sweeps * sum(len(g) for g in grids)
     progress = progress or NullProgress()
@@ -193,8 +200,15 @@ def scan(
             of an enclosing rfcli.threads.tile_threads block), recorded in order."""
             ells = [np.asarray(e, dtype=np.float64) for e in ells]
             keys = [tuple(np.round(np.log(e), 9)) for e in ells]
-            new = {kk: e for kk, e in zip(keys, ells, strict=True) if kk not in seen}
-            done = dict(zip(new, tiled(evaluate, list(new.values())), strict=True))
+            new: dict[tuple, np.ndarray] = {}
+            for kk, e in zip(keys, ells, strict=True):
+                if kk not in seen and kk not in new:
+                    new[kk] = e
+            todo, done = list(new.items()), {}
+            for i0 in range(0, len(todo), cap):  # at most cap points alive at once
+                part = todo[i0 : i0 + cap]
+                outs = list(tiled(evaluate, [e for _, e in part]))
+                done.update(zip([kk for kk, _ in part], outs, strict=True))
             for kk in keys:
                 if kk in done and kk not in seen:
                     lml, a, b = done[kk]

@@ -92,3 +92,47 @@ def test_scan_points_are_the_same_on_any_number_of_threads():
     for p, q in zip(*runs, strict=True):
         assert np.array_equal(p["ell"], q["ell"]) and p["lml"] == q["lml"]
         assert p["log_s2"] == q["log_s2"] and p["log_lam"] == q["log_lam"]
+
+
+def test_tiles_started_inside_a_tile_run_in_its_thread():
+    import threading
+
+    from rfcli.threads import tiled
+
+    def name(_):
+        return threading.current_thread().name
+
+    def inner(_):
+        return name(None), list(tiled(name, range(3)))
+
+    with tile_threads(2):
+        for outer, names in tiled(inner, range(4)):
+            assert outer.startswith("rfcli-tile") and names == [outer] * 3
+
+
+def test_spectral_norm_of_zero_and_of_indefinite_matrices():
+    from rfcli.jobs.gpr_levels import spectral_norm
+
+    assert spectral_norm(np.zeros((200, 200))) == 0.0
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((300, 300))
+    A = (A + A.T) / 2
+    assert spectral_norm(A) == pytest.approx(np.abs(np.linalg.eigvalsh(A)).max(), rel=1e-10)
+    B = np.diag(np.r_[-5.0, 5.0 - 1e-9, np.linspace(-1, 1, 98)])
+    assert spectral_norm(B) == pytest.approx(5.0, rel=1e-9)
+
+
+def test_a_memory_capped_scan_gives_the_same_points():
+    from rfcli.learn.gpr_search import exact_profile, scan
+
+    rng = np.random.default_rng(2)
+    X = rng.uniform(0, 1, (80, 1))
+    y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=80)
+    y = (y - y.mean()) / y.std()
+    prof = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-4, 10.0))
+    grid = [np.geomspace(0.02, 3.0, 9)]
+    with tile_threads(3):
+        ref = scan(prof, grid)
+        prof.max_parallel = 2
+        capped = scan(prof, grid)
+    assert [p["lml"] for p in capped] == [p["lml"] for p in ref]
