@@ -74,15 +74,21 @@ def test_a_wide_gram_is_summed_from_two_halves(monkeypatch):
     np.testing.assert_allclose(out, B @ B.T, rtol=1e-12, atol=1e-9)
 
 
+def _exact_profile(seed: int, n: int, d: int):
+    """The exact GP's profiled LML on n rows of a noisy sine in d inputs."""
+    from rfcli.learn.gpr_search import exact_profile
+
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, d))
+    y = np.sin(5 * X[:, 0]) + 0.1 * rng.normal(size=n)
+    return exact_profile(X, (y - y.mean()) / y.std(), "gaussian", (1e-3, 1e3), (1e-4, 10.0))
+
+
 def test_scan_points_are_the_same_on_any_number_of_threads():
     """The GP scans evaluate a line of grid points on the tile threads, recorded in order."""
-    from rfcli.learn.gpr_search import exact_profile, scan
+    from rfcli.learn.gpr_search import scan
 
-    rng = np.random.default_rng(1)
-    X = rng.uniform(0, 1, (120, 2))
-    y = np.sin(5 * X[:, 0]) + 0.1 * rng.normal(size=120)
-    y = (y - y.mean()) / y.std()
-    prof = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-4, 10.0))
+    prof = _exact_profile(1, 120, 2)
     grids = [np.geomspace(0.05, 2.0, 7), np.geomspace(0.1, 3.0, 6)]
     runs = []
     for t in (1, 3):
@@ -123,13 +129,9 @@ def test_spectral_norm_of_zero_and_of_indefinite_matrices():
 
 
 def test_a_memory_capped_scan_gives_the_same_points():
-    from rfcli.learn.gpr_search import exact_profile, scan
+    from rfcli.learn.gpr_search import scan
 
-    rng = np.random.default_rng(2)
-    X = rng.uniform(0, 1, (80, 1))
-    y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=80)
-    y = (y - y.mean()) / y.std()
-    prof = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-4, 10.0))
+    prof = _exact_profile(2, 80, 1)
     grid = [np.geomspace(0.02, 3.0, 9)]
     with tile_threads(3):
         ref = scan(prof, grid)
