@@ -140,17 +140,19 @@ def blas_depth() -> int:
     return _STATE.depth
 
 
-def ordered_results(
-    pool, jobs: Iterable[Callable[[], Any]], threads: int, run: Callable | None = None
-) -> Iterator[Any]:
-    """The results of ``jobs`` (callables; ``run(job)`` when given) run on ``pool``, at most
+def _one_thread_call(job):
+    with one_blas_thread():
+        return job()
+
+
+def ordered_results(pool, jobs: Iterable[Callable[[], Any]], threads: int) -> Iterator[Any]:
+    """The results of ``jobs`` (callables) run on ``pool``, each on one BLAS thread, at most
     ``threads + 1`` queued or running at a time, in their order.  A caller that stops
     early has the jobs not started cancelled and the running ones finished first."""
     pending: deque = deque()
-    call = run or (lambda job: job())
     try:
         for job in jobs:
-            pending.append(pool.submit(call, job))
+            pending.append(pool.submit(_one_thread_call, job))
             if len(pending) > threads:
                 yield pending.popleft().result()
         while pending:
@@ -193,17 +195,6 @@ def tile_threads(threads: int) -> Iterator[None]:
             _TILE_POOL.reset(token)
 
 
-def _one_thread_call(job):
-    with one_blas_thread():
-        return job()
-
-
-def tile_thread_count() -> int:
-    """Threads of the enclosing :func:`tile_threads` block (1 outside one)."""
-    held = _TILE_POOL.get()
-    return 1 if held is None else held[1]
-
-
 def tiled(fn: Callable[[Any], Any], tiles: Iterable[Any]) -> Iterator[Any]:
     """``fn(tile)`` for each tile, in tile order, each on one BLAS thread: on the threads of
     the enclosing :func:`tile_threads` block (at most threads + 1 results pending), else in
@@ -217,4 +208,4 @@ def tiled(fn: Callable[[Any], Any], tiles: Iterable[Any]) -> Iterator[Any]:
             yield fn(t) if limited else _one_thread_call(lambda t=t: fn(t))
         return
     pool, threads = held
-    yield from ordered_results(pool, (lambda t=t: fn(t) for t in tiles), threads, _one_thread_call)
+    yield from ordered_results(pool, (lambda t=t: fn(t) for t in tiles), threads)

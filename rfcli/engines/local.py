@@ -87,7 +87,7 @@ class LocalPasses:
             if not self._parallel(len(groups)):
                 return sum_in_order(fn(g, *args) for g in groups)
             jobs = [partial(fn, g, *args) for g in groups]
-            return sum_in_order(ordered_results(self._pool, jobs, self.threads, _run))
+            return sum_in_order(ordered_results(self._pool, jobs, self.threads))
 
     def map_batches(self, fn: Callable[..., Any], *args: Any, title: str) -> Iterator[Any]:
         """``fn(batch, *args)`` for every batch (with its id columns), in row order: the
@@ -101,13 +101,8 @@ class LocalPasses:
                         yield fn(batch, *args)
                 return
             jobs = [partial(batch_results, g, fn, args) for g in groups]
-            for outs in ordered_results(self._pool, jobs, self.threads, _run):
+            for outs in ordered_results(self._pool, jobs, self.threads):
                 yield from outs
-
-
-def _run(job):
-    with one_blas_thread():
-        return job()
 
 
 class LocalEngine(Engine):

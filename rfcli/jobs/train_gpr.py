@@ -269,7 +269,7 @@ def _train_gpr(input_path, output, s, read, eng, *, overwrite: bool) -> TrainRes
     clock = {"pass": 0.0}
     # the learning's dense products run on the job's threads, in tiles fixed by their
     # shapes (rfcli.learn.tiles): the same model on any number of them
-    with tile_threads(getattr(eng, "threads", 1) or 1):
+    with tile_threads(eng.threads):
         if location.is_store(input_path):
             fit, label, passes = _fit_store(input_path, s, eng, report, clock)
         else:
