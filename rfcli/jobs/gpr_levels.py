@@ -128,6 +128,7 @@ class Levels:
         self.xy: np.ndarray | None = None  # (x, y) row sample from the first pass
         self.sample_best: np.ndarray | None = None  # the sample scan's best lengthscales
         self.passes = 0
+        self.n = 0  # rows seen by the passes
         self.levels: list[dict] = []
         self.history: list[dict] = []
         self._designs: dict = {}
@@ -178,6 +179,7 @@ class Levels:
         self.width = np.maximum(ext.hi - ext.lo, 1e-12)
         if ext.sample is not None:
             self.xy = ext.sample.rows
+        self.n = st.n
         with timed(self.clock, "factor of G"), one_blas_thread():
             red = st.reduced()
         return enc, st, red, glf_spectral(fmap, self.s.ard)
@@ -379,11 +381,20 @@ class Levels:
         s = self.s
         ranges = self._trust([p["ell"] for p in starts])
         thetas = [theta_of(p) for p in starts]
+        before_prior = self._tol_for_prior(ranges, starts[0])
         prev, count, hits = None, 0, 0
         while True:
             count += 1
             try:
-                fmap = self._map(ranges)
+                try:
+                    fmap = self._map(ranges)
+                except RuleTooLarge:
+                    if before_prior is None or self.tol >= before_prior:
+                        raise
+                    # the prior's finer rule does not fit where the levels went: its tolerance
+                    # before the prior (the levels' noise checks refine from there if they can)
+                    self.tol, before_prior = before_prior, None
+                    fmap = self._map(ranges)
             except RuleTooLarge as e:
                 raise self._too_large(e, "around the lengthscales the search reached") from None
             where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"
@@ -489,6 +500,42 @@ class Levels:
                 return state, level["lml"], False, ell
             prev = (theta, level["lml"])
             ranges, thetas = nxt, [np.exp(theta)]
+
+    def _tol_for_prior(self, ranges: np.ndarray, start: dict) -> float | None:
+        """Before a group's first level: the design tolerance lowered (by REFINE_FACTOR at a
+        time, at most REFINE_TRIES times, while the rule fits the budget) until the rule's
+        error on the data at the start's lengthscales is at most NOISE_REFINE x the start's
+        noise/signal, the target a refinement for the noise would set after the level.  The
+        scans' profiled noise at their best point is close to the optimum's (the development
+        set's first levels moved it by at most 2%: docs/gpr.md), so the first level usually
+        meets its noise check at once, where it otherwise took a second level of the same
+        lengthscales with a finer rule: a pass and an L-BFGS-B run.  A prior too large (a
+        coarse rule's own error learned as noise) only leaves that check to the level.
+        Returns the tolerance before, when it was lowered (else None)."""
+        prior = float(np.exp(start["log_lam"] - start["log_s2"]))
+        target = NOISE_REFINE * prior
+        ell = self._full(np.asarray(start["ell"], dtype=float))
+        old = self.tol
+        try:
+            if not self._data_error(self._map(ranges), ell, self.n) > target:
+                return None
+        except RuleTooLarge:
+            return None
+        for k in range(1, REFINE_TRIES + 1):
+            fits, self.tol = self.tol, old / REFINE_FACTOR**k
+            try:
+                cand = self._map(ranges)
+            except RuleTooLarge:
+                self.tol = fits  # the finest that fits
+                break
+            if self._data_error(cand, ell, self.n) <= target:
+                break
+        if self.tol == old:
+            return None
+        self.report.setdefault("prior_refine", []).append(
+            {"noise_to_signal": prior, "kernel_tol": self.tol}
+        )
+        return old
 
     def _heading_for(self, ell: np.ndarray, ranges: np.ndarray, target: np.ndarray) -> bool:
         """Whether an optimum ``ell`` on an edge of its ``ranges`` (not a bound) heads for

@@ -413,6 +413,22 @@ def test_the_kernel_tolerance_follows_a_small_learned_noise(tmp_path):
     assert any("refine_for_noise" in lv for lv in rep["levels"])
 
 
+def test_the_first_level_is_refined_for_the_scans_noise_before_its_pass(tmp_path):
+    """The scans' noise/signal at the start (1e-7 here) sets the first level's tolerance
+    before its pass: one level meets the noise check, where the default tolerance's rule
+    needed a second level of a finer rule at the same lengthscales."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 10, 600)
+    y = np.sin(x) + 0.5 * np.cos(0.7 * x) + 1e-3 * rng.normal(size=600)
+    rep = train(write_parquet(tmp_path / "clean.parquet", x=x, y=y))
+    (prior,) = rep["prior_refine"]
+    assert prior["kernel_tol"] < 1e-3 and prior["noise_to_signal"] < 1e-6
+    levels = [lv for lv in rep["levels"] if lv["kind"] == "level"]
+    assert len(levels) == 1 and "refine_for_noise" not in levels[0]
+    assert rep["kernel_error_data"] <= job.NOISE_SHARE * rep["noise_to_signal"]
+    assert rep["converged"]
+
+
 def test_the_factor_of_G_has_its_numerical_rank_and_the_exact_likelihood():
     """Fewer rows than features: G = V'V has rank n; the pivoted-Cholesky factor keeps n rows,
     reproduces G and c, and the LML from it equals the dense n x n one."""
