@@ -33,6 +33,7 @@ from rfcli.learn.tiles import (
     weighted_gram,
 )
 from rfcli.progress import Iterations, NullProgress, Progress
+from rfcli.threads import tiled
 
 #: L-BFGS-B stops when the relative objective reduction is below ftol (scipy's default:
 #: 1e7 times the float64 machine epsilon); the progress estimate counts down to the same
@@ -104,8 +105,15 @@ class GPStats:
         if self.blocks is not None and other.blocks is not None and self.n + other.n <= self.m:
             out.blocks, out.n = self.blocks + other.blocks, self.n + other.n
             return out
-        a, b = self._folded(), other._folded()
-        out.blocks, out.n, out.sums = None, a.n + b.n, a.sums + b.sums
+        # the two folds (a syrk each, when the parts kept their rows) at once on the tile
+        # threads; a fold made here is a new array: the other part is added into it
+        a, b = tiled(GPStats._folded, [self, other])
+        if a is not self:
+            a.sums += b.sums
+            out.sums = a.sums
+        else:
+            out.sums = a.sums + b.sums
+        out.blocks, out.n = None, a.n + b.n
         return out
 
     def _folded(self) -> GPStats:

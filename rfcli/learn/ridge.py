@@ -20,6 +20,7 @@ import numpy as np
 
 from rfcli.errors import UsageError
 from rfcli.learn.linear import MODELS, LinearModel
+from rfcli.learn.tiles import add_upper_gram
 
 ALPHA_GRID = 10.0 ** np.arange(-7, 2)  # relative to trace(G_c)/m
 
@@ -31,7 +32,9 @@ class RidgeStats:
     of ones), ``A'A``: ``F'F``, ``F'Y``, the column sums of F and Y, ``Y'Y`` and n.
 
     float32 features (what a store decodes to) take the fast path: per block of rows, one
-    float32 BLAS ``ssyrk`` of ``[F - mu, Y - c]``, the rows shifted by a fixed centre
+    float32 ``syrk`` of ``[F - mu, Y - c]`` (NumPy's ``A.T @ A``, which releases the GIL:
+    SciPy's ``ssyrk`` wrapper holds it, and the passes' threads would take turns), the
+    rows shifted by a fixed centre
     (``mu``, ``c``: the first block's means), added into the float64 statistics; the
     column sums and ``Y'Y`` are float64 sums, and the terms the shift leaves out
     (``s mu' + mu s' + n mu mu'``, with s the sums of the shifted rows) are added once,
@@ -39,8 +42,9 @@ class RidgeStats:
     at twice the rate of the float64 syrk; the shift keeps float32 rounding relative to
     the spread of the data, not to its mean (features of a smooth kernel are nearly
     constant, targets such as CO2 concentrations sit far from 0), where float64 sums
-    would otherwise be needed.  float64 features (exact GP-style statistics) use one
-    float64 ``dsyrk`` of ``A`` per block."""
+    would otherwise be needed.  float64 features (exact GP-style statistics) add the upper
+    triangle of ``A'A`` per block by column-tile products
+    (:func:`rfcli.learn.tiles.add_upper_gram`)."""
 
     #: rows widened to float64 at a time (bounds the temporary copy: 8 MiB at m = 1024)
     SUB_ROWS = 1024
@@ -70,16 +74,12 @@ class RidgeStats:
         m, k = self.m, self.k
         buf = np.empty((min(self.SUB_ROWS, len(F)), m + k + 1))
         buf[:, m + k] = 1.0
-        from scipy.linalg.blas import dsyrk  # where it computes: predictions need no scipy
-
         for i in range(0, len(F), self.SUB_ROWS):
             rows = min(self.SUB_ROWS, len(F) - i)
             A = buf[:rows]
             A[:, :m] = F[i : i + rows]
             A[:, m : m + k] = Y[i : i + rows]
-            # A.T is a Fortran-ordered view of the C-ordered rows: BLAS reads it in place
-            # (trans=1 on A itself makes scipy copy it first)
-            self.S = dsyrk(1.0, A.T, beta=1.0, c=self.S, trans=0, overwrite_c=1)
+            add_upper_gram(self.S, A)
         self.n += len(F)
 
     def _update32(self, F: np.ndarray, Y: np.ndarray) -> None:
@@ -119,11 +119,11 @@ class RidgeStats:
         """Add the buffered shifted rows' ``[F-mu, Y-c]'[F-mu, Y-c]`` (upper triangle)."""
         if not self._fill:
             return
-        from scipy.linalg.blas import ssyrk
-
         A = self._buf[: self._fill]
         self.block_rows = max(self.block_rows, self._fill)
-        C = ssyrk(1.0, A.T, trans=0)  # A.T: a Fortran view, read in place
+        # NumPy computes A'A of one buffer by syrk (and mirrors it) with the GIL released,
+        # where SciPy's ssyrk wrapper holds it: the passes' threads would take turns
+        C = A.T @ A
         self.S[: self.m, : self.m + self.k] += C[: self.m]
         self._fill = 0
 
@@ -151,9 +151,10 @@ class RidgeStats:
         self._pending = (np.zeros(m), np.zeros(k), 0)
 
     def __iadd__(self, other: RidgeStats) -> RidgeStats:
+        """Add ``other`` into these statistics' own arrays (no new m x m array)."""
         self._settle()
         other._settle()
-        self.S = self.S + other.S
+        self.S += other.S
         self.n += other.n
         self.block_rows = max(self.block_rows, other.block_rows)
         return self

@@ -63,6 +63,22 @@ def row_gram(V: np.ndarray) -> np.ndarray:
     return W
 
 
+def add_upper_gram(S: np.ndarray, A: np.ndarray) -> None:
+    """``S += A'A`` on and above the diagonal (S's upper triangle; the diagonal tiles'
+    lower parts get their sums too), by column tiles of A: tile J adds ``A[:, :j1]' A[:, J]``
+    (j1 the tile's end), one product each, where LAPACK's syrk would do it in one call:
+    SciPy's syrk wrapper holds the GIL, so the passes' threads, each summing its rows,
+    would take turns (measured: docs/learning.md, "The same model on any number of
+    cores"); NumPy's products release it."""
+    c = A.shape[1]
+
+    def part(t: slice) -> None:
+        S[: t.stop, t] += A[:, : t.stop].T @ A[:, t]
+
+    for _ in tiled(part, _spans(c, COL_TILE)):
+        pass
+
+
 def left_product(Q: np.ndarray, V: np.ndarray) -> np.ndarray:
     """``Q' V`` by column tiles of V (each column of the result from one product)."""
     out = np.empty((Q.shape[1], V.shape[1]))

@@ -27,7 +27,14 @@ def _all(P, V, w, Linv):
         "left": tiles.left_product(V[:, :40], V),
         "norms": tiles.column_sq_norms(V),
         "inverse": tiles.inverse_sq_column_norms(Linv, P),
+        "upper": _upper_gram(P[:, :1100]),
     }
+
+
+def _upper_gram(A):
+    S = np.ones((A.shape[1], A.shape[1]))  # added into, as a pass's statistics are
+    tiles.add_upper_gram(S, A)
+    return np.triu(S)
 
 
 def test_tiled_products_are_bit_identical_on_1_2_and_5_threads(mats):
@@ -52,6 +59,8 @@ def test_tiled_products_compute_what_they_stand_for(mats):
     np.testing.assert_allclose(out["left"], V[:, :40].T @ V, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(out["norms"], (V * V).sum(0), rtol=1e-12)
     np.testing.assert_allclose(out["inverse"], ((Linv @ P) ** 2).sum(0), rtol=1e-12)
+    A = P[:, :1100]  # 1,100 columns: two column tiles, the last one narrow
+    np.testing.assert_allclose(out["upper"], np.triu(A.T @ A + 1), rtol=1e-12, atol=1e-10)
 
 
 def test_a_wide_gram_is_summed_from_two_halves(monkeypatch):
