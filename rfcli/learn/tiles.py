@@ -14,6 +14,8 @@ from rfcli.threads import tiled
 #: columns (features) per tile: 1,024 columns of a 600-row factor are 5 MB, cache-sized
 #: blocks for the products; rows per tile of a row Gram matrix
 COL_TILE, ROW_TILE = 1024, 512
+#: columns of a Gram matrix added by one product (:func:`add_upper_gram`)
+FULL_GRAM = 2048
 #: rows of a triangular factor per block of a product with it
 TRI_ROWS = 256
 #: a Gram matrix of more rows than this is summed from two column halves, not 1,024-column
@@ -66,13 +68,18 @@ def row_gram(V: np.ndarray) -> np.ndarray:
 
 
 def add_upper_gram(S: np.ndarray, A: np.ndarray) -> None:
-    """``S += A'A`` on and above the diagonal (S's upper triangle; the diagonal tiles'
-    lower parts get their sums too), by column tiles of A: tile J adds ``A[:, :j1]' A[:, J]``
-    (j1 the tile's end), one product each, where LAPACK's syrk would do it in one call:
-    SciPy's syrk wrapper holds the GIL, so the passes' threads, each summing its rows,
-    would take turns (measured: docs/learning.md, "The same model on any number of
-    cores"); NumPy's products release it."""
+    """``S += A'A`` on and above the diagonal (S's upper triangle; parts below it get sums
+    too) through NumPy's products, which release the GIL, where SciPy's syrk wrapper holds
+    it and the passes' threads, each summing its rows, would take turns (docs/learning.md,
+    "The same model on any number of cores").  Up to FULL_GRAM columns one product
+    ``A'A`` (NumPy's syrk, as fast as LAPACK's on one thread) and a temporary of S's size
+    (at most 32 MB); wider, by column tiles: tile J adds ``A[:, :j1]' A[:, J]`` (j1 its
+    end), temporaries of at most 1,024 columns (the diagonal tiles' lower halves computed
+    too: up to 1.5x syrk's flops)."""
     c = A.shape[1]
+    if c <= FULL_GRAM:  # one product (NumPy's syrk, mirrored): a temporary of S's size
+        S += A.T @ A
+        return
 
     def part(t: slice) -> None:
         S[: t.stop, t] += A[:, : t.stop].T @ A[:, t]

@@ -232,6 +232,8 @@ class _Line:
 
     @property
     def q(self) -> int:
+        if self.kind == "single":
+            return self.size  # (without computing the rule)
         return len(self.nodes()[0])
 
     def grow(self) -> _Line:
@@ -278,15 +280,38 @@ def _search_lines(kernel, L, width, lo, hi, tol, seed, kinds,
             line = _Line("single", L, hi, min(q0, SINGLE_MAX))
         else:  # start below the ~2 L width nodes on [0, L] that equal panels need
             line = _Line("composite", L, hi, max(1, int(1.5 * L * width / PANEL_NODES)))
+
+        def passes(ln: _Line) -> bool:
+            H, w = ln.nodes()
+            return kernel_error(kernel, H[:, None], w, delta, ells) <= tol
+
         last = line
         out[kind] = line if kind == "composite" else None
-        while line.q // 2 <= max_nodes and line.kind == kind and line.q <= cap:
-            H, w = line.nodes()
-            if kernel_error(kernel, H[:, None], w, delta, ells) <= tol:
+        if kind == "single":
+            # the sizes the steps would try, and the first that passes by bisection (the
+            # error falls as q grows): a few rules computed, not every step's (a rule of q
+            # nodes costs O(q^2), and a single rule is often tried up to a composite's size
+            # only to lose to it)
+            steps = []
+            while line.kind == kind and line.q <= cap and line.q // 2 <= max_nodes:
+                steps.append(line)
+                line = line.grow()
+            lo, hi = 0, len(steps)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if passes(steps[mid]):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            out[kind] = steps[lo] if lo < len(steps) else None
+            last = steps[-1] if steps else last
+        else:
+            while line.q // 2 <= max_nodes and line.kind == kind and line.q <= cap:
+                if passes(line):
+                    out[kind] = line
+                    break
                 out[kind] = line
-                break
-            out[kind] = line if kind == "composite" else None
-            last, line = line, line.grow()
+                last, line = line, line.grow()
         if out[kind] is None and len(kinds) == 1:
             out[kind] = last  # a single rule was asked for: the largest tried (tensor grows it)
     return out

@@ -517,3 +517,19 @@ def test_gauss_legendre_rules_match_numpys_and_integrate_exactly():
         np.testing.assert_allclose(w, w0, rtol=1e-9)
         for k in (0, 2, min(2 * q - 2, 40)):  # x^k exactly up to degree 2q - 1
             assert abs(w @ x**k - 2 / (k + 1)) < 1e-13
+
+
+def test_the_single_rule_search_finds_the_first_step_that_passes():
+    """The single-rule search computes a few rules by bisection; it returns the step the
+    steps one by one would stop at (the smallest q meeting the tolerance)."""
+    for L, width, tol in [(3.0, 4.0, 1e-3), (8.0, 3.5, 1e-5), (20.0, 2.0, 1e-4)]:
+        delta = G.probe_differences(np.array([width]), 0)
+        ells = G.probe_lengthscales(np.array([[0.3, 3.0]]), ard=False)
+        got = G._search_lines("gaussian", L, width, 0.3, 3.0, tol, 0, ("single",), 5000)
+        line = G._Line("single", L, 3.0, 2 * max(4, int(0.4 * np.pi * L * width)))
+        while True:  # the steps one by one
+            H, w = line.nodes()
+            if G.kernel_error("gaussian", H[:, None], w, delta, ells) <= tol:
+                break
+            line = line.grow()
+        assert got["single"].size == line.size

@@ -147,3 +147,16 @@ def test_a_memory_capped_scan_gives_the_same_points():
         prof.max_parallel = 2
         capped = scan(prof, grid)
     assert [p["lml"] for p in capped] == [p["lml"] for p in ref]
+
+
+def test_a_wide_upper_gram_goes_by_column_tiles(monkeypatch, mats):
+    """Above FULL_GRAM columns: column tiles (two here, the last one narrow), the same bits
+    on any number of threads, the upper triangle of A'A added into S."""
+    monkeypatch.setattr(tiles, "FULL_GRAM", 100)
+    A = mats[0][:, :1100]
+    outs = []
+    for t in (1, 2, 5):
+        with tile_threads(t):
+            outs.append(_upper_gram(A))
+    assert all(np.array_equal(o, outs[0]) for o in outs[1:])
+    np.testing.assert_allclose(outs[0], np.triu(A.T @ A + 1), rtol=1e-12, atol=1e-10)
