@@ -99,10 +99,10 @@ class PassExtras:
         return out
 
 
-def _glf_pass(data, d: int, k: int, seed: int, shift: float = 0.0):
+def _glf_pass(data, d: int, k: int, seed: int, shift: float = 0.0, keep_rows: bool = True):
     """GP statistics of the GLF features and :class:`PassExtras` of the preprocessed inputs
-    (a pass function over data read ``with_inputs``)."""
-    st = GPStats(data.encoder.n_features, shift)
+    (a pass function over data read ``with_inputs``; ``keep_rows``: see GPStats)."""
+    st = GPStats(data.encoder.n_features, shift, keep_rows)
     ext = PassExtras(d, k, seed)
     for b in data.batches():
         y = np.asarray(b.y, dtype=np.float64)

@@ -184,10 +184,10 @@ def target_shift(first: float) -> float:
     return first if np.isfinite(first) else 0.0
 
 
-def _gp_pass(data, shift: float = 0.0) -> GPStats:
+def _gp_pass(data, shift: float = 0.0, keep_rows: bool = True) -> GPStats:
     """GP sufficient statistics of ``data``'s rows (a pass function: additive); ``shift``:
-    subtracted from the targets first (:class:`GPStats`)."""
-    st = GPStats(data.encoder.n_features, shift)
+    subtracted from the targets first, ``keep_rows``: see :class:`GPStats`."""
+    st = GPStats(data.encoder.n_features, shift, keep_rows)
     for b in data.batches():
         st.update(b.F, np.asarray(b.y, dtype=np.float64))
     return st
@@ -341,7 +341,8 @@ def _fit_store(path, s: GPRSettings, eng, report, clock):
     t = time.perf_counter()
     first = store.labels(0, 1)
     shift = float(first[0]) if first is not None and len(first) else 0.0
-    st = eng.passes(data).reduce(_gp_pass, target_shift(shift),
+    keep = data.n_rows <= data.encoder.n_features  # else summed from the first row
+    st = eng.passes(data).reduce(_gp_pass, target_shift(shift), keep,
                                  title="data pass 1: GP statistics")  # fmt: skip
     clock["pass"] += time.perf_counter() - t
     fmap = store.encoder.fmap
@@ -437,8 +438,10 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         t = time.perf_counter()
         n_pass = made.add()
         threads = pass_threads(enc.n_features, eng.memory or physical_memory(), eng.threads)
+        # more rows in all than features: the passes sum from the first row (GPStats)
+        keep = data.n_rows is None or data.n_rows <= enc.n_features
         out = eng.passes(data, threads=threads).reduce(
-            fn, *args, shift, title=f"data pass {n_pass}: {what}"
+            fn, *args, shift, keep, title=f"data pass {n_pass}: {what}"
         )
         clock["pass"] += time.perf_counter() - t
         if (out[0] if isinstance(out, tuple) else out).n == 0:

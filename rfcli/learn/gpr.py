@@ -49,19 +49,23 @@ class GPStats:
     one ``dsyrk`` of ``[V, y, 1]`` per block) -- or, while at most m rows have been seen,
     the rows (V, y) themselves: then :meth:`reduced` factors their n x n Gram matrix,
     O(n^2 m), where forming G and factoring it costs O(n m^2) time and m^2 memory (a 10-row
-    set with a 14,000-feature rule: a 1.6 GB G for rank 10).  Which form a pass ends in
-    depends only on its row counts, so the result never depends on the threads.
-    Statistics add (``+``) in row order.
+    set with a 14,000-feature rule: a 1.6 GB G for rank 10).  ``keep_rows=False`` (the
+    job knows there are more than m rows in all) sums from the first row: no copy of the
+    rows, and each pass thread sums its own.  Which form a pass ends in depends only on its
+    row counts, so the result never depends on the threads.  Statistics add (``+``) in row
+    order.
 
     ``shift``: a number near the targets (the job takes the first row's) subtracted before
     summing, so that y'y - n mean^2 keeps its digits for offset targets (a year, a price in
     cents: the variance would otherwise be a difference of two numbers 1e8 times larger)."""
 
-    def __init__(self, m: int, shift: float = 0.0):
+    def __init__(self, m: int, shift: float = 0.0, keep_rows: bool = True):
         self.m, self.n = int(m), 0
         self.shift = float(shift)
         self.blocks: list[tuple[np.ndarray, np.ndarray]] | None = []  # None: folded into sums
         self.sums: RidgeStats | None = None  # the sum form
+        if not keep_rows:
+            self.blocks, self.sums = None, RidgeStats(self.m, 1)
 
     def update(self, V: np.ndarray, y: np.ndarray) -> None:
         y = np.asarray(y, dtype=np.float64) - self.shift
