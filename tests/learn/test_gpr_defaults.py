@@ -533,3 +533,22 @@ def test_the_single_rule_search_finds_the_first_step_that_passes():
                 break
             line = line.grow()
         assert got["single"].size == line.size
+
+
+def test_statistics_summed_from_the_first_row_equal_the_kept_rows_folded():
+    """keep_rows=False (more rows in all than features) sums every row at once; groups that
+    kept their rows (30 each, below m = 40) and were folded when added give the same
+    statistics to rounding."""
+    rng = np.random.default_rng(7)
+    V, y = rng.standard_normal((90, 40)), rng.standard_normal(90) + 3.0
+    summed, parts = GPStats(40, shift=3.0, keep_rows=False), []
+    for a in range(0, 90, 30):
+        summed.update(V[a : a + 30], y[a : a + 30])
+        parts.append(GPStats(40, shift=3.0))
+        parts[-1].update(V[a : a + 30], y[a : a + 30])
+    assert summed.blocks is None and all(p.blocks is not None for p in parts)
+    both = parts[0] + parts[1] + parts[2]
+    np.testing.assert_allclose(summed.G, both.G, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(summed.G, V.T @ V, rtol=1e-12, atol=1e-10)
+    for x, z in zip(summed.standardized(), both.standardized(), strict=True):
+        np.testing.assert_allclose(x, z, rtol=1e-12, atol=1e-12)
