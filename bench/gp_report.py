@@ -527,12 +527,14 @@ def dev_row(name, ard, earlier=None, repeat=1):
 
 def _repeat_text(rows) -> str:
     """How rfcli's times were taken, when its fits ran more than once."""
-    k = {len(r.get("seconds_runs", [0])) for r in rows}
-    if k == {1}:
+    k = sorted({len(r.get("seconds_runs", [0])) for r in rows})
+    if k == [1]:
         return ""
     return (
-        f", rfcli's the median of {'/'.join(str(v) for v in sorted(k))} runs of the same fit "
-        "(every run in build/bench/gpr/dev-3000.json)"
+        f", rfcli's the median of {k[-1]} runs of the same fit"
+        + (" (of one for the rows kept from an earlier run)" if len(k) > 1 else "")
+        + f" (every run in build/bench/gpr/dev-{DEV_TRAIN}.json; the report's learn seconds "
+        "are the last run's)"
     )
 
 

@@ -391,10 +391,11 @@ class Levels:
                 except RuleTooLarge:
                     if before_prior is None or self.tol >= before_prior:
                         raise
-                    # the prior's finer rule does not fit where the levels went: its tolerance
-                    # before the prior (the levels' noise checks refine from there if they can)
-                    self.tol, before_prior = before_prior, None
-                    fmap = self._map(ranges)
+                    # the prior's finer rule does not fit where the levels went: the finest
+                    # coarser tolerance that fits, up to the one before the prior (the
+                    # levels' noise checks refine from there if they can)
+                    fmap = self._coarser_fit(ranges, before_prior)
+                    before_prior = None
             except RuleTooLarge as e:
                 raise self._too_large(e, "around the lengthscales the search reached") from None
             where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"
@@ -536,6 +537,19 @@ class Levels:
             {"noise_to_signal": prior, "kernel_tol": self.tol}
         )
         return old
+
+    def _coarser_fit(self, ranges: np.ndarray, limit: float) -> GaussLegendreMap:
+        """The rule for ``ranges`` at the finest tolerance ``tol * REFINE_FACTOR^k`` that
+        fits the budget (``limit`` at most); RuleTooLarge when not even ``limit`` fits."""
+        tol = self.tol
+        while True:
+            tol = min(tol * REFINE_FACTOR, limit)
+            self.tol = tol
+            try:
+                return self._map(ranges)
+            except RuleTooLarge:
+                if tol >= limit:
+                    raise
 
     def _heading_for(self, ell: np.ndarray, ranges: np.ndarray, target: np.ndarray) -> bool:
         """Whether an optimum ``ell`` on an edge of its ``ranges`` (not a bound) heads for

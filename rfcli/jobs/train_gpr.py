@@ -438,8 +438,9 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         t = time.perf_counter()
         n_pass = made.add()
         threads = pass_threads(enc.n_features, eng.memory or physical_memory(), eng.threads)
-        # more rows in all than features: the passes sum from the first row (GPStats)
-        keep = data.n_rows is None or data.n_rows <= enc.n_features
+        # more rows in all than features: the passes sum from the first row (GPStats); not
+        # when rows may be dropped (the count before dropping could overstate them)
+        keep = data.n_rows is None or read.on_nan == "drop" or data.n_rows <= enc.n_features
         out = eng.passes(data, threads=threads).reduce(
             fn, *args, shift, keep, title=f"data pass {n_pass}: {what}"
         )

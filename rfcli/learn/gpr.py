@@ -27,6 +27,7 @@ from rfcli.learn.linear import MODELS, LinearModel
 from rfcli.learn.ridge import RidgeStats
 from rfcli.learn.tiles import (
     column_sq_norms,
+    gram_temp_bytes,
     inverse_sq_column_norms,
     left_product,
     row_gram,
@@ -46,11 +47,11 @@ class GPStats:
     """GP sufficient statistics of one pass (float64): n and, for the targets less
     ``shift``, ``G = V'V``, ``c = V'y``, ``s = V'1``, y'y and sum y -- ridge regression's
     statistics (:class:`rfcli.learn.ridge.RidgeStats` of float64 features, one target:
-    one ``dsyrk`` of ``[V, y, 1]`` per block) -- or, while at most m rows have been seen,
+    the Gram product of ``[V, y, 1]`` per block) -- or, while at most m rows have been seen,
     the rows (V, y) themselves: then :meth:`reduced` factors their n x n Gram matrix,
     O(n^2 m), where forming G and factoring it costs O(n m^2) time and m^2 memory (a 10-row
     set with a 14,000-feature rule: a 1.6 GB G for rank 10).  ``keep_rows=False`` (the
-    job knows there are more than m rows in all) sums from the first row: no copy of the
+    job knows that more than m rows will be summed) sums from the first row: no copy of the
     rows, and each pass thread sums its own.  Which form a pass ends in depends only on its
     row counts, so the result never depends on the threads.  Statistics add (``+``) in row
     order.
@@ -270,8 +271,10 @@ GP_MATRICES = 7
 
 def gp_memory_need(m: int, threads: int) -> int:
     """Bytes of the m x m float64 arrays of a GP fit with m features on ``threads`` engine
-    threads (each thread sums its own V'V), plus a 32 MiB feature block per thread."""
-    return 8 * m * m * (max(int(threads), 1) + GP_MATRICES) + (32 << 20) * max(int(threads), 1)
+    threads (each thread sums its own V'V), plus per thread a 32 MiB feature block and the
+    temporaries of its Gram products (:func:`rfcli.learn.tiles.gram_temp_bytes`)."""
+    t = max(int(threads), 1)
+    return 8 * m * m * (t + GP_MATRICES) + ((32 << 20) + gram_temp_bytes(m + 2)) * t
 
 
 def pass_threads(m: int, budget: int, threads: int) -> int:
@@ -291,7 +294,10 @@ def max_gp_nodes(budget: int, threads: int = 1) -> int:
     free = budget - (32 << 20) * t
     if free <= 0:
         return 0
-    return int(np.sqrt(free / (8 * (t + GP_MATRICES))) // 2)
+    nodes = int(np.sqrt(free / (8 * (t + GP_MATRICES))) // 2)
+    while nodes > 0 and gp_memory_need(2 * nodes, t) > budget:  # the products' temporaries
+        nodes -= max(1, nodes // 200)
+    return nodes
 
 
 def _factor(theta, red: Reduced, spectral: Spectral):

@@ -38,8 +38,8 @@ class RidgeStats:
     (``mu``, ``c``: the first block's means), added into the float64 statistics; the
     column sums and ``Y'Y`` are float64 sums, and the terms the shift leaves out
     (``s mu' + mu s' + n mu mu'``, with s the sums of the shifted rows) are added once,
-    when the statistics are read.  ssyrk does half the FLOPs of the ``F'F`` GEMM and runs
-    at twice the rate of the float64 syrk; the shift keeps float32 rounding relative to
+    when the statistics are read.  The float32 syrk does half the FLOPs of the ``F'F``
+    GEMM and runs at twice the rate of the float64 one; the shift keeps float32 rounding relative to
     the spread of the data, not to its mean (features of a smooth kernel are nearly
     constant, targets such as CO2 concentrations sit far from 0), where float64 sums
     would otherwise be needed.  float64 features (exact GP-style statistics) add the upper
@@ -102,7 +102,7 @@ class RidgeStats:
         ps, py, pn = self._pending
         self._pending = (ps + (sF - R * self._mu.astype(np.float64)), py + (sY - R * self._c),
                          pn + R)  # fmt: skip
-        # the shifted rows go through a buffer of SUB_ROWS32 rows: one large ssyrk per
+        # the shifted rows go through a buffer of SUB_ROWS32 rows: one large syrk per
         # buffer, whatever the batch size
         i = 0
         while i < R:

@@ -93,6 +93,14 @@ def add_upper_gram(S: np.ndarray, A: np.ndarray) -> None:
         pass
 
 
+def gram_temp_bytes(c: int) -> int:
+    """The most bytes of temporaries :func:`add_upper_gram` holds for c columns (its product,
+    or a tile's product and the tile's contiguous copy of at most RidgeStats' 1,024 rows)."""
+    if c <= FULL_GRAM:
+        return 8 * c * c
+    return 8 * GRAM_TILE * (c + 1024)
+
+
 def left_product(Q: np.ndarray, V: np.ndarray) -> np.ndarray:
     """``Q' V`` by column tiles of V (each column of the result from one product)."""
     out = np.empty((Q.shape[1], V.shape[1]))

@@ -296,14 +296,14 @@ def _search_lines(kernel, L, width, lo, hi, tol, seed, kinds,
             while line.kind == kind and line.q <= cap and line.q // 2 <= max_nodes:
                 steps.append(line)
                 line = line.grow()
-            lo, hi = 0, len(steps)
-            while lo < hi:
-                mid = (lo + hi) // 2
+            a, b = 0, len(steps)
+            while a < b:
+                mid = (a + b) // 2
                 if passes(steps[mid]):
-                    hi = mid
+                    b = mid
                 else:
-                    lo = mid + 1
-            out[kind] = steps[lo] if lo < len(steps) else None
+                    a = mid + 1
+            out[kind] = steps[a] if a < len(steps) else None
             last = steps[-1] if steps else last
         else:
             while line.q // 2 <= max_nodes and line.kind == kind and line.q <= cap:

@@ -519,20 +519,43 @@ def test_gauss_legendre_rules_match_numpys_and_integrate_exactly():
             assert abs(w @ x**k - 2 / (k + 1)) < 1e-13
 
 
+def _single_by_steps(L, width, tol, cap, max_nodes, hi=3.0):
+    """The single-rule search one step at a time: (the first step that passes or, when none
+    does, the largest tried; whether it passed)."""
+    delta = G.probe_differences(np.array([width]), 0)
+    ells = G.probe_lengthscales(np.array([[0.3, hi]]), ard=False)
+    line = last = G._Line("single", L, hi, 2 * max(4, int(0.4 * np.pi * L * width)))
+    while line.kind == "single" and line.q <= cap and line.q // 2 <= max_nodes:
+        H, w = line.nodes()
+        if G.kernel_error("gaussian", H[:, None], w, delta, ells) <= tol:
+            return line, True
+        last, line = line, line.grow()
+    return last, False
+
+
 def test_the_single_rule_search_finds_the_first_step_that_passes():
     """The single-rule search computes a few rules by bisection; it returns the step the
-    steps one by one would stop at (the smallest q meeting the tolerance)."""
-    for L, width, tol in [(3.0, 4.0, 1e-3), (8.0, 3.5, 1e-5), (20.0, 2.0, 1e-4)]:
-        delta = G.probe_differences(np.array([width]), 0)
-        ells = G.probe_lengthscales(np.array([[0.3, 3.0]]), ard=False)
-        got = G._search_lines("gaussian", L, width, 0.3, 3.0, tol, 0, ("single",), 5000)
-        line = G._Line("single", L, 3.0, 2 * max(4, int(0.4 * np.pi * L * width)))
-        while True:  # the steps one by one
-            H, w = line.nodes()
-            if G.kernel_error("gaussian", H[:, None], w, delta, ells) <= tol:
-                break
-            line = line.grow()
-        assert got["single"].size == line.size
+    steps one by one would stop at: the smallest q meeting the tolerance, the largest tried
+    when none does (a single rule asked for), none when a composite rule is smaller."""
+    cases = [
+        (3.0, 4.0, 1e-3, 5000),
+        (8.0, 3.5, 1e-5, 5000),
+        (20.0, 2.0, 1e-4, 5000),
+        (20.0, 2.0, 1e-4, 300),
+    ]  # fmt: skip  (the last: no step within the budget passes)
+    for L, width, tol, max_nodes in cases:
+        got = G._search_lines("gaussian", L, width, 0.3, 3.0, tol, 0, ("single",), max_nodes)
+        want, passed = _single_by_steps(L, width, tol, 2 * max_nodes, max_nodes)
+        assert got["single"].size == want.size and passed == (max_nodes > 300)
+    found = []
+    for L, width, tol, hi in [(10.0, 6.0, 1e-6, 1.0), (20.0, 2.0, 1e-4, 3.0)]:
+        both = G._search_lines("gaussian", L, width, 0.3, hi, tol, 0, ("single", "composite"),
+                               5000)  # fmt: skip
+        cap = min(G.SINGLE_MAX, both["composite"].q)
+        want, passed = _single_by_steps(L, width, tol, cap, 5000, hi)
+        assert (both["single"].size if both["single"] else None) == (want.size if passed else None)
+        found.append(both["single"] is not None)
+    assert found == [True, False]  # a single rule smaller than the composite; none below it
 
 
 def test_statistics_summed_from_the_first_row_equal_the_kept_rows_folded():
@@ -552,3 +575,25 @@ def test_statistics_summed_from_the_first_row_equal_the_kept_rows_folded():
     np.testing.assert_allclose(summed.G, V.T @ V, rtol=1e-12, atol=1e-10)
     for x, z in zip(summed.standardized(), both.standardized(), strict=True):
         np.testing.assert_allclose(x, z, rtol=1e-12, atol=1e-12)
+
+
+def test_a_prior_tolerance_that_no_longer_fits_falls_back_to_the_finest_that_does():
+    """Where the levels go after the prior refined the tolerance, the rule may exceed the
+    budget: the finest coarser tolerance (tol x 3^k, at most the one before the prior) that
+    fits is taken; none fitting is refused."""
+    from rfcli.jobs.gpr_levels import REFINE_FACTOR, Levels
+
+    lv = Levels.__new__(Levels)
+    fits_from = 1e-3 / REFINE_FACTOR**2  # rules at finer tolerances are too large
+
+    def fake_map(ranges):
+        if lv.tol < fits_from * (1 - 1e-9):
+            raise G.RuleTooLarge("too large", 10**6, [1000], [1.0])
+        return ("rule at", lv.tol)
+
+    lv._map = fake_map
+    lv.tol = 1e-3 / REFINE_FACTOR**4
+    assert lv._coarser_fit(None, 1e-3) == ("rule at", pytest.approx(fits_from))
+    lv.tol = 1e-3 / REFINE_FACTOR**4
+    with pytest.raises(G.RuleTooLarge):
+        lv._coarser_fit(None, fits_from / REFINE_FACTOR)  # not even the limit fits

@@ -59,7 +59,7 @@ def test_tiled_products_compute_what_they_stand_for(mats):
     np.testing.assert_allclose(out["left"], V[:, :40].T @ V, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(out["norms"], (V * V).sum(0), rtol=1e-12)
     np.testing.assert_allclose(out["inverse"], ((Linv @ P) ** 2).sum(0), rtol=1e-12)
-    A = P[:, :1100]  # 1,100 columns: two column tiles, the last one narrow
+    A = P[:, :1100]  # 1,100 columns: one product (below FULL_GRAM)
     np.testing.assert_allclose(out["upper"], np.triu(A.T @ A + 1), rtol=1e-12, atol=1e-10)
 
 
@@ -150,8 +150,9 @@ def test_a_memory_capped_scan_gives_the_same_points():
 
 
 def test_a_wide_upper_gram_goes_by_column_tiles(monkeypatch, mats):
-    """Above FULL_GRAM columns: column tiles (two here, the last one narrow), the same bits
-    on any number of threads, the upper triangle of A'A added into S."""
+    """Above FULL_GRAM columns: column tiles (three of GRAM_TILE = 512 here, the last one
+    narrow), the same bits on any number of threads, the upper triangle of A'A added into
+    S."""
     monkeypatch.setattr(tiles, "FULL_GRAM", 100)
     A = mats[0][:, :1100]
     outs = []
@@ -160,3 +161,19 @@ def test_a_wide_upper_gram_goes_by_column_tiles(monkeypatch, mats):
             outs.append(_upper_gram(A))
     assert all(np.array_equal(o, outs[0]) for o in outs[1:])
     np.testing.assert_allclose(outs[0], np.triu(A.T @ A + 1), rtol=1e-12, atol=1e-10)
+
+
+def test_the_triangular_product_by_row_blocks(monkeypatch):
+    """diag(P' A^-1 P) through a lower-triangular inverse by blocks of its rows (five of 16
+    rows here, the last one narrow): the full product's norms, the same bits on any number
+    of threads."""
+    monkeypatch.setattr(tiles, "TRI_ROWS", 16)
+    rng = np.random.default_rng(5)
+    Linv = np.tril(rng.standard_normal((70, 70))) + 5 * np.eye(70)
+    P = rng.standard_normal((70, 1500))
+    outs = []
+    for t in (1, 2, 5):
+        with tile_threads(t):
+            outs.append(tiles.inverse_sq_column_norms(Linv, P))
+    assert all(np.array_equal(o, outs[0]) for o in outs[1:])
+    np.testing.assert_allclose(outs[0], ((Linv @ P) ** 2).sum(0), rtol=1e-12)
