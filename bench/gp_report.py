@@ -533,8 +533,8 @@ def _repeat_text(rows) -> str:
     return (
         f", rfcli's the median of {k[-1]} runs of the same fit"
         + (" (of one for the rows kept from an earlier run)" if len(k) > 1 else "")
-        + f" (every run in build/bench/gpr/dev-{DEV_TRAIN}.json; the report's learn seconds "
-        "are the last run's)"
+        + " (every run listed below the table; the saved report's learn seconds are the "
+        "last run's)"
     )
 
 
@@ -605,6 +605,17 @@ def dev_section(rows) -> list[str]:
             f"\n{'ARD' if ard else 'Isotropic'}: {sum(q <= limit for q in ratios)} of {len(sel)} "
             f"sets within {limit:.2f}x the exact GP's test MSE (largest ratio {max(ratios):.3f}); "
             f"speed-up over one exact GP fit {min(speed):.1f}x to {max(speed):.1f}x{at}."
+        )
+    runs = [r for r in rows if len(r.get("seconds_runs", [])) > 1]
+    if runs:
+        lines.append(
+            "\nrfcli's runs, wall s: "
+            + "; ".join(
+                f"{r['set']}{' ARD' if r['ard'] else ''} "
+                + ", ".join(f"{t:.2f}" for t in r["seconds_runs"])
+                for r in runs
+            )
+            + "."
         )
     lines += ["", "Sets:", ""]
     for name, (pkg, item, cols, target, what) in DEV.items():
