@@ -466,19 +466,9 @@ class Levels:
                     # serves a narrower range around it
                     nxt = np.column_stack([np.maximum(nxt[:, 0], ell / F_NOISE),
                                            np.minimum(nxt[:, 1], ell * F_NOISE)])  # fmt: skip
-                old, chosen, too_large = self.tol, None, None
-                for k in range(1, REFINE_TRIES + 1):
-                    self.tol = old / REFINE_FACTOR**k
-                    try:
-                        cand = self._map(nxt)
-                    except RuleTooLarge as e:
-                        too_large = e
-                        break
-                    chosen = self.tol
-                    if self._data_error(cand, self._full(ell), red.n) <= target:
-                        break
-                self.tol = old if chosen is None else chosen
+                chosen, too_large = self._finer_tol(nxt, self._full(ell), red.n, target)
                 if chosen is not None:
+                    self.tol = chosen
                     level["refine_for_noise"] = self.tol
                 elif inside or not self._fits(nxt):
                     self.report["kernel_error_note"] = (
@@ -516,27 +506,40 @@ class Levels:
         prior = float(np.exp(start["log_lam"] - start["log_s2"]))
         target = NOISE_REFINE * prior
         ell = self._full(np.asarray(start["ell"], dtype=float))
-        old = self.tol
         try:
             if not self._data_error(self._map(ranges), ell, self.n) > target:
                 return None
         except RuleTooLarge:
             return None
-        for k in range(1, REFINE_TRIES + 1):
-            fits, self.tol = self.tol, old / REFINE_FACTOR**k
-            try:
-                cand = self._map(ranges)
-            except RuleTooLarge:
-                self.tol = fits  # the finest that fits
-                break
-            if self._data_error(cand, ell, self.n) <= target:
-                break
-        if self.tol == old:
+        chosen, _ = self._finer_tol(ranges, ell, self.n, target)
+        if chosen is None:
             return None
+        old, self.tol = self.tol, chosen
         self.report.setdefault("prior_refine", []).append(
             {"noise_to_signal": prior, "kernel_tol": self.tol}
         )
         return old
+
+    def _finer_tol(self, ranges: np.ndarray, ell: np.ndarray, n: int, target: float):
+        """The design tolerances ``tol / REFINE_FACTOR^k``, k = 1 .. REFINE_TRIES, in turn: the
+        first whose rule for ``ranges`` has an error on the data at ``ell`` of at most
+        ``target``, else the finest that fits the budget; (that tolerance, or None when not
+        even k = 1 fits; the RuleTooLarge met, or None).  The current tolerance stays."""
+        old, chosen, too_large = self.tol, None, None
+        try:
+            for k in range(1, REFINE_TRIES + 1):
+                self.tol = old / REFINE_FACTOR**k
+                try:
+                    cand = self._map(ranges)
+                except RuleTooLarge as e:
+                    too_large = e
+                    break
+                chosen = self.tol
+                if self._data_error(cand, ell, n) <= target:
+                    break
+        finally:
+            self.tol = old
+        return chosen, too_large
 
     def _coarser_fit(self, ranges: np.ndarray, limit: float) -> GaussLegendreMap:
         """The rule for ``ranges`` at the finest tolerance ``tol * REFINE_FACTOR^k`` that

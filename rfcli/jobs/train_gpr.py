@@ -341,7 +341,7 @@ def _fit_store(path, s: GPRSettings, eng, report, clock):
     t = time.perf_counter()
     first = store.labels(0, 1)
     shift = float(first[0]) if first is not None and len(first) else 0.0
-    keep = data.n_rows <= data.encoder.n_features  # else summed from the first row
+    keep = GPStats.keeps_rows(data.n_rows, data.encoder.n_features)
     st = eng.passes(data).reduce(_gp_pass, target_shift(shift), keep,
                                  title="data pass 1: GP statistics")  # fmt: skip
     clock["pass"] += time.perf_counter() - t
@@ -440,7 +440,7 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         threads = pass_threads(enc.n_features, eng.memory or physical_memory(), eng.threads)
         # more rows in all than features: the passes sum from the first row (GPStats); not
         # when rows may be dropped (the count before dropping could overstate them)
-        keep = data.n_rows is None or read.on_nan == "drop" or data.n_rows <= enc.n_features
+        keep = read.on_nan == "drop" or GPStats.keeps_rows(data.n_rows, enc.n_features)
         out = eng.passes(data, threads=threads).reduce(
             fn, *args, shift, keep, title=f"data pass {n_pass}: {what}"
         )

@@ -68,6 +68,12 @@ class GPStats:
         if not keep_rows:
             self.blocks, self.sums = None, RidgeStats(self.m, 1)
 
+    @staticmethod
+    def keeps_rows(n_rows: int | None, m: int) -> bool:
+        """Whether a pass over ``n_rows`` rows in all (None: unknown) should keep its rows
+        (``keep_rows``): at most m of them, or an unknown count."""
+        return n_rows is None or n_rows <= m
+
     def update(self, V: np.ndarray, y: np.ndarray) -> None:
         y = np.asarray(y, dtype=np.float64) - self.shift
         if self.blocks is not None and self.n + len(y) <= self.m:
@@ -110,15 +116,10 @@ class GPStats:
         if self.blocks is not None and other.blocks is not None and self.n + other.n <= self.m:
             out.blocks, out.n = self.blocks + other.blocks, self.n + other.n
             return out
-        # the two folds (a syrk each, when the parts kept their rows) at once on the tile
-        # threads; a fold made here is a new array: the other part is added into it
+        # the two folds (a Gram product each, when the parts kept their rows) at once on
+        # the tile threads
         a, b = tiled(GPStats._folded, [self, other])
-        if a is not self:
-            a.sums += b.sums
-            out.sums = a.sums
-        else:
-            out.sums = a.sums + b.sums
-        out.blocks, out.n = None, a.n + b.n
+        out.blocks, out.n, out.sums = None, a.n + b.n, a.sums + b.sums
         return out
 
     def _folded(self) -> GPStats:
@@ -274,7 +275,8 @@ def gp_memory_need(m: int, threads: int) -> int:
     threads (each thread sums its own V'V), plus per thread a 32 MiB feature block and the
     temporaries of its Gram products (:func:`rfcli.learn.tiles.gram_temp_bytes`)."""
     t = max(int(threads), 1)
-    return 8 * m * m * (t + GP_MATRICES) + ((32 << 20) + gram_temp_bytes(m + 2)) * t
+    temps = gram_temp_bytes(m + 2, RidgeStats.SUB_ROWS)
+    return 8 * m * m * (t + GP_MATRICES) + ((32 << 20) + temps) * t
 
 
 def pass_threads(m: int, budget: int, threads: int) -> int:

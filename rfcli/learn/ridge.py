@@ -151,10 +151,9 @@ class RidgeStats:
         self._pending = (np.zeros(m), np.zeros(k), 0)
 
     def __iadd__(self, other: RidgeStats) -> RidgeStats:
-        """Add ``other`` into these statistics' own arrays (no new m x m array)."""
         self._settle()
         other._settle()
-        self.S += other.S
+        self.S = self.S + other.S
         self.n += other.n
         self.block_rows = max(self.block_rows, other.block_rows)
         return self

@@ -30,6 +30,12 @@ def _spans(n: int, size: int) -> list[slice]:
     return [slice(a, min(a + size, n)) for a in range(0, n, size)] or [slice(0, 0)]
 
 
+def _run(fn, tiles) -> None:
+    """``fn(tile)`` for each tile, for its effect (tiles write disjoint parts of an output)."""
+    for _ in tiled(fn, tiles):
+        pass
+
+
 def weighted_gram(B: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     """``B diag(w) B'`` (w >= 0; None: ones) as the sum over column tiles, left to right,
     of ``(B_t sqrt(w_t)) (B_t sqrt(w_t))'`` (each a symmetric rank-k product)."""
@@ -64,8 +70,7 @@ def row_gram(V: np.ndarray) -> np.ndarray:
         if ij[0] != ij[1]:
             W[b, a] = W[a, b].T
 
-    for _ in tiled(part, pairs):
-        pass
+    _run(part, pairs)
     return W
 
 
@@ -89,16 +94,15 @@ def add_upper_gram(S: np.ndarray, A: np.ndarray) -> None:
             S[: t.start, t] += A[:, : t.start].T @ At
         S[t, t] += At.T @ At  # NumPy's syrk (mirrored)
 
-    for _ in tiled(part, _spans(c, GRAM_TILE)):
-        pass
+    _run(part, _spans(c, GRAM_TILE))
 
 
-def gram_temp_bytes(c: int) -> int:
-    """The most bytes of temporaries :func:`add_upper_gram` holds for c columns (its product,
-    or a tile's product and the tile's contiguous copy of at most RidgeStats' 1,024 rows)."""
+def gram_temp_bytes(c: int, rows: int) -> int:
+    """The most bytes of temporaries :func:`add_upper_gram` holds for c columns of blocks of
+    at most ``rows`` rows (its product, or a tile's product and the tile's contiguous copy)."""
     if c <= FULL_GRAM:
         return 8 * c * c
-    return 8 * GRAM_TILE * (c + 1024)
+    return 8 * GRAM_TILE * (c + rows)
 
 
 def left_product(Q: np.ndarray, V: np.ndarray) -> np.ndarray:
@@ -108,8 +112,7 @@ def left_product(Q: np.ndarray, V: np.ndarray) -> np.ndarray:
     def part(t: slice) -> None:
         out[:, t] = Q.T @ V[:, t]
 
-    for _ in tiled(part, _spans(V.shape[1], COL_TILE)):
-        pass
+    _run(part, _spans(V.shape[1], COL_TILE))
     return out
 
 
