@@ -8,6 +8,8 @@ FOURIER_KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52")
 #: every map kernel (rfcli.maps.make_map)
 KERNELS = (*FOURIER_KERNELS, "arccos0", "arccos1", "positive", "ternary", "activation", "ntk",
            "glf")  # fmt: skip
+#: maps a model makes from its training rows (the exact GP: rfcli.maps.exact), not encode kernels
+MODEL_MAPS = ("exact",)
 #: kernels with a bandwidth (--gamma)
 BANDWIDTH_KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52", "positive")
 #: the GP kernels (encode --gp-kernel with --kernel glf, train --model gpr --gp-kernel)

@@ -137,18 +137,24 @@ def test_ridge_equals_cli_both_ways(tmp_path):
     assert np.array_equal(loaded.predict(Xt), reg.predict(Xt))
 
 
-def test_gpr_equals_cli_both_ways(tmp_path):
+@pytest.mark.parametrize("exact", [True, False])
+def test_gpr_equals_cli_both_ways(tmp_path, exact):
     """GLFRegressor on quakes' arrays == rfcli train --model gpr on the file: the same
     encoder, passes, levels, learned hyperparameters and likelihood; the posterior equal up
     to float64 round-off of its solves.  Each model file predicts in ``rfcli predict``
-    exactly what its estimator predicts (mean and standard deviation)."""
+    exactly what its estimator predicts (mean and standard deviation).  By default quakes'
+    700 rows take the exact GP (its rule would need more features than rows); without it,
+    GLF levels."""
     X, y = quakes()
     cli_model = tmp_path / "cli.npz"
-    invoke("train", QUAKES_TR, "--model", "gpr", "--label", "y", "-o", cli_model)
-    gp = GLFRegressor().fit(X, y)
+    kind = "exact" if exact else "glf"
+    invoke("train", QUAKES_TR, "--model", "gpr", "--label", "y", "-o", cli_model,
+           *([] if exact else ["--no-exact"]))  # fmt: skip
+    gp = GLFRegressor(exact=exact).fit(X, y)
     model, enc, _ = load_model(str(cli_model))
     info = model.info
-    assert gp.features_ == "glf" and enc.fingerprint() == gp.encoder_.fingerprint()
+    assert gp.features_ == kind and enc.fmap.kind == kind
+    assert enc.fingerprint() == gp.encoder_.fingerprint()
     assert gp.report_["data_passes"] == info["data_passes"]
     assert gp.report_["levels"] == json.loads(json.dumps(info["levels"]))
     # float64 round-off: BLAS results may differ in the last bits with memory alignment
@@ -174,7 +180,7 @@ def test_gpr_equals_cli_both_ways(tmp_path):
     invoke("predict", cli_model, QUAKES_TE, "-o", tmp_path / "q.npy")
     q = np.load(tmp_path / "q.npy")
     loaded = load(str(cli_model))
-    assert isinstance(loaded, GLFRegressor) and loaded.features_ == "glf"
+    assert isinstance(loaded, GLFRegressor) and loaded.features_ == kind
     m2, s2 = loaded.predict(Xt, return_std=True)
     assert np.array_equal(q[:, 0], m2)
     np.testing.assert_allclose(q[:, 1], s2, rtol=1e-12)

@@ -40,13 +40,13 @@ MODEL_OPTIONS = {
     "krr": ("normalized", "alpha", "task", "cv_folds", "memory"),
     "gpr": ("label", "on_nan", "delimiter", "standardize", "gp_features", "n_features",
             "gp_kernel", "learn", "ard", "noise_bounds", "lengthscale", "lengthscale_bounds",
-            "kernel_tol", "nodes", "cutoff", "memory"),
+            "kernel_tol", "nodes", "cutoff", "exact", "memory"),
 }  # fmt: skip
 #: gpr options that apply to raw INPUT only (a store's label, preprocessing and map are fixed)
 GPR_RAW_ONLY = ("label", "on_nan", "delimiter", "standardize", "gp_features", "n_features",
-                "gp_kernel", "kernel_tol", "nodes", "cutoff")  # fmt: skip
+                "gp_kernel", "kernel_tol", "nodes", "cutoff", "exact")  # fmt: skip
 #: gpr options of Gauss-Legendre features (the map's quadrature, ARD)
-GPR_GLF_ONLY = ("ard", "kernel_tol", "nodes", "cutoff")
+GPR_GLF_ONLY = ("ard", "kernel_tol", "nodes", "cutoff", "exact")
 #: old spellings kept for one release: hidden option -> the option it now is (and --tol
 #: with --model gpr: --kernel-tol; -m/--features glf|rff: --gp-features)
 DEPRECATED = {"old_kernel": "gp_kernel"}
@@ -278,6 +278,14 @@ def check_model_options(ctx: click.Context, model: str) -> None:
 )
 @click.option("--ard", is_flag=True, help="gpr/glf: one lengthscale per input dimension.")
 @click.option(
+    "--exact/--no-exact",
+    default=True,
+    show_default=True,
+    help="gpr/glf from raw INPUT: fit the exact GP (its n x n kernel matrix) where a "
+    "quadrature rule would need more features than the data has rows and the rows fit "
+    "--memory.",
+)
+@click.option(
     "--noise-bounds",
     type=Pair(),
     default="1e-6,10",
@@ -498,7 +506,14 @@ def _gpr_lines(ui, r: dict, output: str) -> None:
             + "; ".join(f"{lo:.4g}..{hi:.4g}" for lo, hi in b)
         )
     levels = [lv for lv in r.get("levels", []) if lv["kind"] != "coarse"] or r.get("levels", [])
-    if len(r.get("levels", [])) > 1:
+    if "exact_rows" in r:  # the exact GP: no quadrature at the optimum
+        ui.info(
+            "quadrature nodes by level: "
+            + " -> ".join(str(lv.get("nodes", "exact GP")) for lv in r["levels"])
+            + f"; the exact GP on the {r['exact_rows']} rows: a rule would need more features"
+            " than rows"
+        )
+    elif len(r.get("levels", [])) > 1:
         ui.info(
             "quadrature nodes by level: "
             + " -> ".join(str(lv["nodes"]) for lv in r["levels"])

@@ -22,6 +22,7 @@ from rfcli.learn.gpr import (
     Reduced,
     constant_spectral,
     fit_hyperparameters,
+    glf_objective,
 )
 from rfcli.learn.gpr_search import (
     glf_profile,
@@ -65,6 +66,8 @@ class Fit:
     kind: str
     n_ell: int
     ell_fixed: list
+    #: the exact GP's (weights, variance factor, s2, lambda): rfcli.learn.gpr_exact
+    exact_parts: tuple | None = None
 
 
 def scan_grids(bounds: np.ndarray, lower=None, upper=None) -> list[np.ndarray]:
@@ -97,7 +100,8 @@ def _learn_fixed_inner(red, spectral, bounds, s, report, progress=None):
         return np.log([1.0, *([ell0] * n_ell), 0.1]), []
     if n_ell == 0:  # RFF store: s^2 and lambda only
         box, start = [s.signal_bounds, s.noise_bounds], [np.array([1.0, 0.1])]
-        res, history = fit_hyperparameters(red, spectral, box, start, progress=progress,
+        res, history = fit_hyperparameters(glf_objective(red, spectral), box, start,
+                                           progress=progress,
                                            title="GP L-BFGS-B (signal, noise)")  # fmt: skip
         return res.x, history
     pts = scan(glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), scan_grids(bounds),
@@ -105,7 +109,8 @@ def _learn_fixed_inner(red, spectral, bounds, s, report, progress=None):
     starts = pick_starts(pts, s.starts, lml_margin(red.n))
     report["scan"] = scan_report(pts, "GLF statistics")
     box = [s.signal_bounds, *[tuple(b) for b in bounds], s.noise_bounds]
-    res, history = fit_hyperparameters(red, spectral, box, [theta_of(p) for p in starts],
+    res, history = fit_hyperparameters(glf_objective(red, spectral), box,
+                                       [theta_of(p) for p in starts],
                                        progress=progress)  # fmt: skip
     return res.x, history
 
@@ -165,7 +170,8 @@ def _learn_rff_lengthscale(stats, base: GPInputs, s, lo: float, hi: float):
         enc = base.encoder(fmap)
         st = stats(enc, f"RFF-GPR statistics (lengthscale {ell:.4g})")
         with one_blas_thread():
-            res, _ = fit_hyperparameters(st.reduced(), spectral, bounds, [np.array([1.0, 0.1])])
+            res, _ = fit_hyperparameters(glf_objective(st.reduced(), spectral), bounds,
+                                         [np.array([1.0, 0.1])])  # fmt: skip
         cache[log_ell] = (enc, st, ell, -res.fun)
         return res.fun
 

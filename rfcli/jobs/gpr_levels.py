@@ -44,11 +44,13 @@ from rfcli.jobs.gpr_learn import (
 from rfcli.learn.gpr import (
     GPStats,
     fit_hyperparameters,
+    glf_objective,
     glf_spectral,
     gp_memory_need,
     lml_and_grad,
     max_gp_nodes,
 )
+from rfcli.learn.gpr_exact import ExactGP, max_exact_rows
 from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, scan
 from rfcli.learn.tiles import weighted_gram
 from rfcli.maps import glf_rules
@@ -138,6 +140,9 @@ class Levels:
         # sized for one pass thread: the rule (and the model) never depend on the core count;
         # passes then run on as many threads as the budget allows (pass_threads)
         self.max_nodes = max_gp_nodes(self.budget)
+        # the first pass keeps every row while they are at most this many (an exact GP's)
+        self.exact_rows = max_exact_rows(self.budget, self.d) if s.exact else 0
+        self.st: GPStats | None = None  # the last pass's statistics (the targets' scale)
 
     # -- rules and passes -------------------------------------------------------------------
     def _map(self, ranges: np.ndarray) -> GaussLegendreMap:
@@ -172,14 +177,15 @@ class Levels:
         return out
 
     def _pass(self, fmap: GaussLegendreMap, what: str):
-        k = 0 if self.xy is not None else self.s.sample_rows
+        # the hash sample's first rows are the smaller samples (BottomK: sorted by hash)
+        k = 0 if self.xy is not None else max(self.s.sample_rows, self.exact_rows)
         enc = self.base.encoder(fmap)
         st, ext = self.stats(enc, what, _glf_pass, (self.d, k, self.s.seed), inputs=True)
         self.passes += 1
         self.width = np.maximum(ext.hi - ext.lo, 1e-12)
         if ext.sample is not None:
             self.xy = ext.sample.rows
-        self.n = st.n
+        self.n, self.st = st.n, st
         with timed(self.clock, "factor of G"), one_blas_thread():
             red = st.reduced()
         return enc, st, red, glf_spectral(fmap, self.s.ard)
@@ -397,12 +403,16 @@ class Levels:
                     fmap = self._coarser_fit(ranges, before_prior)
                     before_prior = None
             except RuleTooLarge as e:
+                if self._exact_ready():
+                    return self._exact(thetas, group)
                 raise self._too_large(e, "around the lengthscales the search reached") from None
+            if fmap.n_features > self.n and self._exact_ready():
+                return self._exact(thetas, group)
             where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
             box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
             with timed(self.clock, "L-BFGS-B"), one_blas_thread():
-                res, history = fit_hyperparameters(red, spectral, box, thetas,
+                res, history = fit_hyperparameters(glf_objective(red, spectral), box, thetas,
                                                    progress=self.progress,
                                                    title=f"GP L-BFGS-B ({where})")  # fmt: skip
             theta = res.x
@@ -491,6 +501,41 @@ class Levels:
                 return state, level["lml"], False, ell
             prev = (theta, level["lml"])
             ranges, thetas = nxt, [np.exp(theta)]
+
+    def _exact_ready(self) -> bool:
+        """Whether the first pass kept every row (at most ``exact_rows``) for an exact GP."""
+        return self.xy is not None and 1 < self.n == len(self.xy) <= self.exact_rows
+
+    def _exact(self, thetas: list[np.ndarray], group: int):
+        """The exact GP on the rows the first pass kept, L-BFGS-B over the whole bounds from
+        ``thetas``: where a level's rule would need more features than the data has rows
+        (or more than the budget), one exact step costs less than one GLF step, and has no
+        quadrature error (rfcli.learn.gpr_exact).  The group's (state, LML, converged,
+        lengthscales), as :meth:`_refine`'s."""
+        s = self.s
+        mu, sd, _, _ = self.st.standardized()
+        gp = ExactGP(self.xy[:, :-1], (self.xy[:, -1] - mu) / sd, s.kernel, self.n_ell > 1)
+        box = [s.signal_bounds, *[tuple(b) for b in self.bounds], s.noise_bounds]
+        title = f"GP L-BFGS-B (exact GP, {gp.n} rows)"
+        with timed(self.clock, "exact GP"), one_blas_thread():
+            res, history = fit_hyperparameters(gp.lml_and_grad, box, thetas,
+                                               progress=self.progress, title=title)  # fmt: skip
+        theta = res.x
+        self.history += history
+        ell = np.exp(theta[1 : 1 + self.n_ell])
+        level = {
+            "kind": "exact",
+            "rows": gp.n,
+            "group": group,
+            "lengthscale_range": self.bounds.tolist(),
+            "lengthscale": [float(v) for v in ell],
+            "noise_to_signal": float(np.exp(theta[-1] - theta[0])),
+            "lml": float(-res.fun),
+            "iterations": int(sum(h["iterations"] for h in history)),
+        }
+        self.levels.append(level)
+        state = (None, self.st, None, gp, theta, self.history, level)
+        return state, level["lml"], bool(res.success), ell
 
     def _tol_for_prior(self, ranges: np.ndarray, start: dict) -> float | None:
         """Before a group's first level: the design tolerance lowered (by REFINE_FACTOR at a
@@ -616,11 +661,19 @@ class Levels:
         level = level or self.levels[-1]
         self.report["levels"] = self.levels
         self.report["probe_error"] = level.get("probe_error")
+        self.report["node_budget"] = self.max_nodes
         if "noise_to_signal" in level:  # the kernel error at the optimum beside the noise
             self.report["noise_to_signal"] = level["noise_to_signal"]
+        if level["kind"] == "exact":  # spectral: the ExactGP; its map of the training rows
+            self.report["exact_rows"] = level["rows"]
+            with timed(self.clock, "exact GP posterior"), one_blas_thread():
+                fmap, *parts = spectral.model_parts(theta)
+            fit = Fit(self.base.encoder(fmap), st, None, spectral, theta, history, "exact",
+                      self.n_ell, [], exact_parts=tuple(parts))  # fmt: skip
+            return fit, self.passes
+        if "noise_to_signal" in level:
             self.report["kernel_error_data"] = level["kernel_error_data"]
             self.report["kernel_tol"] = level["kernel_tol"]
-        self.report["node_budget"] = self.max_nodes
         fit = Fit(enc, st, red, spectral, theta, history, "glf", self.n_ell, [])
         return fit, self.passes
 

@@ -348,9 +348,13 @@ def lml_and_grad(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=
     return lml, g
 
 
+def glf_objective(red: Reduced, spectral: Spectral) -> Callable:
+    """``theta -> (lml, gradient)`` of the GLF statistics (:func:`lml_and_grad`)."""
+    return lambda theta: lml_and_grad(theta, red, spectral)
+
+
 def fit_hyperparameters(
-    red: Reduced,
-    spectral: Spectral,
+    objective: Callable,
     bounds: list[tuple[float, float]],
     starts: list[np.ndarray],
     max_iter=500,
@@ -358,6 +362,7 @@ def fit_hyperparameters(
     title: str = "GP L-BFGS-B",
 ):
     """L-BFGS-B on -lml in log space within bounds, from several starts; best result.
+    ``objective``: ``theta -> (lml, gradient)`` (:func:`glf_objective`, or the exact GP's).
     ``progress``: a task per start counts its iterations, with the log marginal likelihood
     (of the standardized targets) and the iterations expected."""
     log_bounds = [(np.log(lo), np.log(hi)) for lo, hi in bounds]
@@ -371,7 +376,7 @@ def fit_hyperparameters(
         with progress.task(what, max_iter, unit="iterations") as task:
             it = Iterations(task, max_iter, LBFGSB_FTOL)
             res = minimize(
-                lambda th: tuple(-v for v in lml_and_grad(th, red, spectral)),
+                lambda th: tuple(-v for v in objective(th)),
                 np.clip(np.log(x0), [b[0] for b in log_bounds], [b[1] for b in log_bounds]),
                 jac=True,
                 method="L-BFGS-B",
@@ -405,13 +410,17 @@ def posterior(theta, red: Reduced, spectral: Spectral):
 class GPRModel(LinearModel):
     """Predictive mean ``v(x)'mu_w`` and variance ``v(x)'Sigma_w v(x) + lambda`` (y units),
     with ``Sigma_w = diag(cov_diag) - cov_factor' cov_factor`` (:func:`posterior`).  Older
-    model files hold Sigma_w itself (``cov``, m x m); they load and predict as before."""
+    model files hold Sigma_w itself (``cov``, m x m); they load and predict as before.
+    ``prior``: a constant added to the variance, the exact GP's prior variance s2 (its
+    features are the kernel against the training rows, ``cov_diag`` 0 and ``cov_factor``
+    s2 L^-1: rfcli.learn.gpr_exact); 0 for feature-space models."""
 
     kind = "gpr"
 
     def __init__(self, targets, W, b, normalized, info=None, cov=None, noise=0.0,
-                 cov_diag=None, cov_factor=None):  # fmt: skip
+                 cov_diag=None, cov_factor=None, prior=0.0):  # fmt: skip
         super().__init__(targets, W, b, normalized, info)
+        self.prior = float(prior)
         self.cov = None if cov is None else np.asarray(cov, dtype=np.float64)
         self.cov_diag = None if cov_diag is None else np.asarray(cov_diag, dtype=np.float64)
         self.cov_factor = None if cov_factor is None else np.asarray(cov_factor, np.float64)
@@ -430,11 +439,13 @@ class GPRModel(LinearModel):
         else:
             FX = F @ self.cov_factor.T
             var = (F * F) @ self.cov_diag - np.einsum("ij,ij->i", FX, FX)
-        return np.sqrt(np.maximum(var + self.noise, 0.0))
+        return np.sqrt(np.maximum(var + (self.prior + self.noise), 0.0))
 
     def to_state(self):
         cfg, arrays = super().to_state()
         cfg["noise"] = self.noise
+        if self.prior:
+            cfg["prior"] = self.prior
         if self.cov is not None:
             arrays["cov"] = self.cov
         else:
@@ -448,6 +459,7 @@ class GPRModel(LinearModel):
             "cov_diag": arrays.get("cov_diag"),
             "cov_factor": arrays.get("cov_factor"),
             "noise": cfg.get("noise", 0.0),
+            "prior": cfg.get("prior", 0.0),
         }
 
 

@@ -18,6 +18,7 @@ _LAZY = {
     "ArcCosineMap": "rfcli.maps.arccos",
     "arccos_kernel": "rfcli.maps.arccos",
     "GaussLegendreMap": "rfcli.maps.gauss_legendre",
+    "TrainingRowsMap": "rfcli.maps.exact",
     "NTKMap": "rfcli.maps.ntk",
     "ntk_kernel": "rfcli.maps.ntk",
     "PositiveMap": "rfcli.maps.positive",
@@ -25,6 +26,7 @@ _LAZY = {
 MAPS.lazy("rfcli.maps.arccos", "arccos0", "arccos1")
 MAPS.lazy("rfcli.maps.activation", "activation", "ternary")
 MAPS.lazy("rfcli.maps.gauss_legendre", "glf")
+MAPS.lazy("rfcli.maps.exact", "exact")
 MAPS.lazy("rfcli.maps.ntk", "ntk")
 MAPS.lazy("rfcli.maps.positive", "positive")
 
@@ -117,6 +119,7 @@ __all__ = [
     "FourierMap",
     "GaussLegendreMap",
     "Preprocessor",
+    "TrainingRowsMap",
     "arccos_kernel",
     "make_map",
 ]

@@ -51,12 +51,16 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         Learn the hyperparameters (else: unit signal, 0.1 noise, ``lengthscale``).
     lengthscale : float or None, default=None
         The fixed lengthscale when ``learn=False`` (default: the bounds' geometric mean).
+    exact : bool, default=True
+        Fit the exact GP (its n x n kernel matrix) where a GLF rule would need more
+        features than the data has rows, when the rows fit ``memory`` (docs/gpr.md,
+        Exact GP): ``features_`` is then "exact".
     random_state : int, RandomState or None, default=0
 
     Attributes
     ----------
     features_ : str
-        "glf" or "rff": the features used.
+        "glf", "rff" or "exact" (the kernel against the training rows): the features used.
     lengthscale_ : ndarray
         Learned lengthscale(s), in standardized input units (one per input with ard).
     signal_variance_, noise_variance_ : float
@@ -98,6 +102,7 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         standardize=True,
         learn=True,
         lengthscale=None,
+        exact=True,
         random_state=0,
     ):
         keep_params(self, locals())
@@ -121,6 +126,7 @@ class GLFRegressor(RegressorMixin, RFEstimator):
             n_features=self.n_features,
             tol=self.tol,
             standardize=self.standardize,
+            exact=self.exact,
             seed=seed,
         ).validate()
 
@@ -164,7 +170,8 @@ class GLFRegressor(RegressorMixin, RFEstimator):
         return self
 
     def _set_learned(self, report: dict) -> None:
-        self.features_ = "glf" if self.encoder_.fmap.kind == "glf" else "rff"
+        kind = self.encoder_.fmap.kind
+        self.features_ = kind if kind in ("glf", "exact") else "rff"
         self.lengthscale_ = np.asarray(report.get("lengthscale", []), dtype=np.float64)
         self.signal_variance_ = float(report["signal_variance"])
         self.noise_variance_ = float(report["noise_variance"])

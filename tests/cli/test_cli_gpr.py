@@ -154,15 +154,16 @@ def test_glf_regressor_gives_the_cli_model_and_its_refusals(tmp_path):
     assert r.exit_code == 0, r.output
     cli_model, _, _ = load_model(tmp_path / "cli.npz")
     gp = GLFRegressor().fit(X, y)
-    assert gp.features_ == "glf"
+    assert gp.features_ == cli_model.info["map"].split()[0]
     assert gp.report_["map"] == cli_model.info["map"]
     for key in ("lengthscale", "noise_variance", "signal_variance"):
         assert np.allclose(gp.report_[key], cli_model.info[key], rtol=1e-9), key
     assert np.allclose(gp.model_.W, cli_model.W, rtol=1e-8, atol=1e-10 * np.abs(cli_model.W).max())
-    # a budget too small for the rule: both refuse, naming the memory
+    # GLF throughout (no exact GP) and a budget too small for the rule: both refuse, naming
+    # the memory
     r = CliRunner().invoke(cli, ["train", str(path), "--model", "gpr", "--label", "y",
-                                 "--memory", "40M",
+                                 "--memory", "40M", "--no-exact",
                                  "-o", str(tmp_path / "x.npz")])  # fmt: skip
     assert r.exit_code != 0 and "of memory" in r.output and "--memory" in r.output
     with pytest.raises(UsageError, match="of memory"):
-        GLFRegressor(memory=40 << 20).fit(X, y)
+        GLFRegressor(memory=40 << 20, exact=False).fit(X, y)

@@ -128,6 +128,7 @@ def test_lazily_imported_components_are_all_registered():
         DESIGNABLE,
         FOURIER_KERNELS,
         GP_KERNELS,
+        MODEL_MAPS,
         QUANTIZER_KINDS,
     )
 
@@ -136,7 +137,8 @@ def test_lazily_imported_components_are_all_registered():
     assert set(QUANTIZER_KINDS) == set(QUANTIZERS.kinds())
     assert set(DESIGNABLE) <= set(QUANTIZER_KINDS)
     assert set(BANDWIDTH_KERNELS) == {k for k in KERNELS if "gamma" in _init_args(MAPS.get(k))}
-    assert set(MAPS.kinds()) == set(KERNELS)
+    assert set(MAPS.kinds()) == set(KERNELS) | set(MODEL_MAPS)
+    assert not set(KERNELS) & set(MODEL_MAPS)
     # each lazy kind is registered by the module it names (else get() raises)
     assert all(issubclass(MAPS.get(k), FeatureMap) for k in MAPS.kinds())
     assert all(issubclass(QUANTIZERS.get(k), Quantizer) for k in QUANTIZERS.kinds())

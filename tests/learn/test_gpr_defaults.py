@@ -23,6 +23,7 @@ from rfcli.learn.gpr import (
     Reduced,
     Spectral,
     fit_hyperparameters,
+    glf_objective,
     glf_spectral,
     gp_memory_need,
     lml_and_grad,
@@ -81,6 +82,9 @@ def two_basins(tmp_path_factory):
 
 
 def train(path, **kw):
+    """The report of train_gpr with GLF levels throughout (these tests are of the levels;
+    the exact GP's route: tests/learn/test_gpr_exact_route.py)."""
+    kw.setdefault("exact", False)
     return train_gpr(str(path), None, GPRSettings(**kw), ReadSettings(label="y")).report
 
 
@@ -221,7 +225,7 @@ def test_glf_profile_equals_the_glf_lml():
     theta = np.array([a, np.log(0.4), np.log(0.9), b])
     assert lml == pytest.approx(lml_and_grad(theta, red, sp, False)[0], rel=1e-10)
     res, _ = fit_hyperparameters(
-        red, sp, [(1e-3, 1e3), (0.4, 0.4), (0.9, 0.9), (1e-6, 10)], [np.exp(theta)]
+        glf_objective(red, sp), [(1e-3, 1e3), (0.4, 0.4), (0.9, 0.9), (1e-6, 10)], [np.exp(theta)]
     )
     assert -res.fun <= lml + 1e-6 * abs(lml)
 
@@ -499,7 +503,7 @@ def test_levels_reach_the_sample_scans_best_point_at_once(tmp_path):
         ar[i] = 0.3 * ar[i - 1] + e[i]
     x = rng.permutation(1000)[:400]
     path = write_parquet(tmp_path / "ar.parquet", x=x.astype(float), y=ar[x])
-    rep = train_gpr(str(path), None, GPRSettings(), ReadSettings(label="y")).report
+    rep = train_gpr(str(path), None, GPRSettings(exact=False), ReadSettings(label="y")).report
     best = rep["sample_scan"]["best_lengthscale"][0]
     first, second = rep["levels"][1], rep["levels"][2]
     assert first["lengthscale"][0] == pytest.approx(first["lengthscale_range"][0][0])

@@ -1,0 +1,153 @@
+"""The exact GP (rfcli.learn.gpr_exact, rfcli.maps.exact): its likelihood and gradient, its
+predictive model, and when GP regression takes it (docs/gpr.md, Exact GP)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rfcli.errors import UsageError
+from rfcli.io.settings import ReadSettings
+from rfcli.jobs.train_gpr import GPRSettings, train_gpr
+from rfcli.learn.gpr_exact import ExactGP, exact_memory_need, max_exact_rows
+from rfcli.learn.model_file import load_model
+from rfcli.maps.base import FeatureMap
+from rfcli.maps.exact import TrainingRowsMap, correlation
+from rfcli.maps.fourier import matern
+from tests.helpers import write_parquet
+
+KERNELS = ("gaussian", "matern12", "matern32", "matern52")
+
+
+def _dense_lml(X, y, theta, kernel):
+    """The log density of y under N(0, s2 C + lambda I), from the textbook formula."""
+    s2, lam = np.exp(theta[0]), np.exp(theta[-1])
+    ell = np.broadcast_to(np.exp(theta[1:-1]), (X.shape[1],))
+    r = np.sqrt((((X[:, None, :] - X[None, :, :]) / ell) ** 2).sum(-1))
+    nu = {"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}
+    C = np.exp(-0.5 * r * r) if kernel == "gaussian" else matern(r, nu[kernel], 1.0)
+    K = s2 * C + lam * np.eye(len(y))
+    sign, logdet = np.linalg.slogdet(K)
+    assert sign > 0
+    return -0.5 * y @ np.linalg.solve(K, y) - 0.5 * logdet - 0.5 * len(y) * np.log(2 * np.pi)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("ard", [False, True])
+def test_lml_and_gradient_are_the_exact_gps(kernel, ard):
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(60, 2))
+    y = np.sin(4 * X[:, 0]) + 0.1 * rng.normal(size=60)
+    gp = ExactGP(X, y, kernel, ard)
+    theta = np.log([1.3, *([0.3, 0.5] if ard else [0.4]), 0.05])
+    lml, g = gp.lml_and_grad(theta)
+    assert lml == pytest.approx(_dense_lml(X, y, theta, kernel), abs=1e-9)
+    h = 1e-6
+    fd = [
+        (gp.lml_and_grad(theta + e, False)[0] - gp.lml_and_grad(theta - e, False)[0]) / (2 * h)
+        for e in h * np.eye(len(theta))
+    ]
+    # central differences: error O(h^2 |lml'''|) + rounding O(eps |lml| / h), ~1e-8 here
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_the_map_is_the_kernel_against_the_training_rows_and_round_trips():
+    rng = np.random.default_rng(2)
+    Z, X = rng.normal(size=(30, 3)), rng.normal(size=(7, 3))
+    fmap = TrainingRowsMap(kernel="matern32", lengthscale=[0.5, 1.0, 2.0]).fit_rows(Z)
+    ell = np.array([0.5, 1.0, 2.0])
+    r = np.sqrt((((X[:, None, :] - Z[None, :, :]) / ell) ** 2).sum(-1))
+    np.testing.assert_allclose(fmap.transform(X), matern(r, 1.5, 1.0), rtol=1e-12, atol=1e-15)
+    again = FeatureMap.from_state(*fmap.to_state())
+    assert again == fmap and np.array_equal(again.transform(X), fmap.transform(X))
+    assert correlation("gaussian", np.array([0.0, 2.0])).tolist() == [1.0, np.exp(-1.0)]
+    with pytest.raises(UsageError, match="training rows"):
+        TrainingRowsMap().fit(3)
+
+
+def _rough(tmp_path, n=300, d=2, seed=3):
+    """A rough surface on few rows: a Gauss-Legendre rule for its short lengthscales would
+    need more features than the rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, d))
+    y = np.sin(25 * X[:, 0]) * np.cos(20 * X[:, -1]) + 0.05 * rng.normal(size=n)
+    cols = {f"x{j}": X[:, j] for j in range(d)}
+    return write_parquet(tmp_path / f"rough{d}.parquet", **cols, y=y), X, y
+
+
+def test_small_rough_data_takes_the_exact_gp_and_predicts_its_posterior(tmp_path):
+    path, X, y = _rough(tmp_path)
+    res = train_gpr(str(path), None, GPRSettings(), ReadSettings(label="y"))
+    rep, model, enc = res.report, res.model, res.encoder
+    assert rep["exact_rows"] == 300 and enc.fmap.kind == "exact" and rep["rank"] == 300
+    assert rep["levels"][-1]["kind"] == "exact" or any(
+        lv["kind"] == "exact" for lv in rep["levels"]
+    )
+    # the model's mean and standard deviation are the exact GP posterior's (Rasmussen &
+    # Williams eq. 2.25-2.26) at the learned hyperparameters, in y units
+    mu, sd = y.mean(), y.std()
+    Xs = (X - X.mean(0)) / X.std(0)
+    rng = np.random.default_rng(9)
+    T = rng.uniform(0, 1, (50, 2))
+    Ts = (T - X.mean(0)) / X.std(0)
+    s2, lam = rep["signal_variance"] / sd**2, rep["noise_variance"] / sd**2
+    ell = rep["lengthscale"][0]
+
+    def k(A, B):
+        return np.exp(-0.5 * (((A[:, None, :] - B[None, :, :]) / ell) ** 2).sum(-1))
+
+    K = s2 * k(Xs, Xs) + lam * np.eye(len(y))
+    ks = s2 * k(Ts, Xs)
+    mean = mu + sd * ks @ np.linalg.solve(K, (y - mu) / sd)
+    var = sd**2 * (s2 + lam - np.einsum("ij,ji->i", ks, np.linalg.solve(K, ks.T)))
+    F = enc.features(T)
+    np.testing.assert_allclose(model.predict(F), mean, rtol=1e-8, atol=1e-8 * sd)
+    np.testing.assert_allclose(model.std(F), np.sqrt(var), rtol=1e-7)
+    # the likelihood reported is the exact GP's of the original targets
+    theta = np.log([s2, ell, lam])
+    lml = _dense_lml(Xs, (y - mu) / sd, theta, "gaussian") - len(y) * np.log(sd)
+    assert rep["log_marginal_likelihood"] == pytest.approx(lml, abs=1e-6)
+
+
+def test_without_exact_or_over_its_rows_the_levels_go_on(tmp_path, monkeypatch):
+    path, _, _ = _rough(tmp_path)
+    rep = train_gpr(str(path), None, GPRSettings(exact=False), ReadSettings(label="y")).report
+    assert "exact_rows" not in rep and all(lv["kind"] != "exact" for lv in rep["levels"])
+    # the memory an exact fit needs bounds its rows
+    assert max_exact_rows(exact_memory_need(300, 2), 2) == 300
+    assert max_exact_rows(exact_memory_need(300, 2) - 1, 2) == 299
+    # more rows than the exact GP takes: GLF levels (rules of more features than rows)
+    import rfcli.learn.gpr_exact as E
+
+    monkeypatch.setattr(E, "EXACT_MAX_ROWS", 299)
+    assert max_exact_rows(1 << 40, 2) == 299
+    rep = train_gpr(str(path), None, GPRSettings(), ReadSettings(label="y")).report
+    assert "exact_rows" not in rep
+    assert max(lv["features"] for lv in rep["levels"]) > 300
+
+
+def test_a_rule_over_the_budget_is_no_refusal_when_the_rows_fit(tmp_path):
+    """itsadug::eeg-like data (3-D, few rows, short lengthscales): its rules exceed a small
+    budget, which the exact GP of its rows fits."""
+    path, _, _ = _rough(tmp_path, n=400, d=3, seed=4)
+    budget = 128 << 20  # the coarse rule fits, the levels' rules do not
+    assert max_exact_rows(budget, 3) >= 400
+    read = ReadSettings(label="y")
+    with pytest.raises(UsageError, match="of memory"):
+        train_gpr(str(path), None, GPRSettings(exact=False), read, memory=budget)
+    rep = train_gpr(str(path), None, GPRSettings(), read, memory=budget).report
+    assert rep["exact_rows"] == 400
+
+
+def test_the_exact_model_is_the_same_on_any_thread_count_and_chunking(tmp_path):
+    path, _, _ = _rough(tmp_path)
+    models = []
+    for threads, chunk in ((1, 65536), (2, 37)):
+        out = tmp_path / f"m{threads}.npz"
+        train_gpr(str(path), str(out), GPRSettings(), ReadSettings(label="y", chunk_rows=chunk),
+                  threads=threads)  # fmt: skip
+        models.append(load_model(str(out)))
+    (m1, e1, _), (m2, e2, _) = models
+    assert e1.fingerprint() == e2.fingerprint()
+    assert np.array_equal(m1.W, m2.W) and np.array_equal(m1.cov_factor, m2.cov_factor)
+    assert m1.prior == m2.prior > 0
