@@ -43,6 +43,7 @@ from rfcli.jobs.gpr_learn import (
 )
 from rfcli.learn.gpr import (
     GPStats,
+    feature_rank,
     fit_hyperparameters,
     glf_objective,
     glf_spectral,
@@ -73,6 +74,10 @@ GROUP_RATIO, MAX_GROUPS = 6.0, 2
 #: the kernel error at the optimum must be at most NOISE_SHARE x noise/signal; when it is
 #: not, the rules are refined to NOISE_REFINE x noise/signal (room for the noise to move)
 NOISE_SHARE, NOISE_REFINE = 0.1, 0.03
+#: the exact GP against a level (Levels._exact_cheaper): a sample rank of at least RANK_FULL
+#: x its most is taken as still growing with the rows; a level's fixed cost is spread over
+#: EXACT_STEPS likelihood steps
+RANK_FULL, EXACT_STEPS = 0.9, 10
 #: a refinement for the noise tries design tolerances tol / REFINE_FACTOR^k, k = 1 ..
 #: REFINE_TRIES, and keeps the coarsest whose rule's error on the data meets the target
 REFINE_FACTOR, REFINE_TRIES = 3.0, 8
@@ -143,6 +148,7 @@ class Levels:
         # the first pass keeps every row while they are at most this many (an exact GP's)
         self.exact_rows = max_exact_rows(self.budget, self.d) if s.exact else 0
         self.st: GPStats | None = None  # the last pass's statistics (the targets' scale)
+        self._gp: ExactGP | None = None
 
     # -- rules and passes -------------------------------------------------------------------
     def _map(self, ranges: np.ndarray) -> GaussLegendreMap:
@@ -406,7 +412,7 @@ class Levels:
                 if self._exact_ready():
                     return self._exact(thetas, group)
                 raise self._too_large(e, "around the lengthscales the search reached") from None
-            if fmap.n_features > self.n and self._exact_ready():
+            if self._exact_ready() and self._exact_cheaper(fmap, ranges):
                 return self._exact(thetas, group)
             where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
@@ -506,6 +512,39 @@ class Levels:
         """Whether the first pass kept every row (at most ``exact_rows``) for an exact GP."""
         return self.xy is not None and 1 < self.n == len(self.xy) <= self.exact_rows
 
+    def _exact_gp(self) -> ExactGP:
+        """The exact GP of the rows the first pass kept (standardized targets), once."""
+        if self._gp is None:
+            mu, sd, _, _ = self.st.standardized()
+            ard = self.n_ell > 1
+            self._gp = ExactGP(self.xy[:, :-1], (self.xy[:, -1] - mu) / sd, self.s.kernel, ard)
+        return self._gp
+
+    def _exact_cheaper(self, fmap: GaussLegendreMap, ranges: np.ndarray) -> bool:
+        """Whether exact GP steps cost less than a level on ``fmap``'s m features.  An exact
+        step (:meth:`ExactGP.step_flops`, at the range's longest lengthscale): 4/3 n^3, or
+        O(n b^2) for one input in a band of half-width b.  A level: per step about 2 r^2 m
+        (A = P D P' and the gradient's product, r the features' rank on the data), and its
+        pass, n m^2 (at most m rows) or 3 n^2 m (the rows' Gram matrix and its factor: more
+        features than rows), shared by EXACT_STEPS steps.  r is estimated on the row sample
+        (only when the bounds r <= min(n, m) do not decide): its rank there when the sample
+        is every row or the rank stops short of the sample's size (smooth features of
+        clustered inputs: ggplot2::diamonds' 5,018 features have rank 478 on 3,000 rows,
+        where a level costs a tenth of an exact step), else min(n, m)."""
+        n, m = self.n, fmap.n_features
+        exact = self._exact_gp().step_flops(float(ranges[:, 1].max()))
+        fixed = (3.0 * n * n * m if m > n else float(n) * m * m) / EXACT_STEPS
+        if exact < fixed:
+            return True
+        if exact >= 2.0 * min(n, m) ** 2 * m + fixed:
+            return False
+        X = self.xy[: self.s.sample_rows, :-1]
+        with timed(self.clock, "rank on the sample"), one_blas_thread():
+            r = feature_rank(fmap.transform(X))
+        if len(X) < n and r >= RANK_FULL * min(len(X), m):
+            r = min(n, m)
+        return exact < 2.0 * r * r * m + fixed
+
     def _exact(self, thetas: list[np.ndarray], group: int):
         """The exact GP on the rows the first pass kept, L-BFGS-B over the whole bounds from
         ``thetas``: where a level's rule would need more features than the data has rows
@@ -513,8 +552,7 @@ class Levels:
         quadrature error (rfcli.learn.gpr_exact).  The group's (state, LML, converged,
         lengthscales), as :meth:`_refine`'s."""
         s = self.s
-        mu, sd, _, _ = self.st.standardized()
-        gp = ExactGP(self.xy[:, :-1], (self.xy[:, -1] - mu) / sd, s.kernel, self.n_ell > 1)
+        gp = self._exact_gp()
         box = [s.signal_bounds, *[tuple(b) for b in self.bounds], s.noise_bounds]
         title = f"GP L-BFGS-B (exact GP, {gp.n} rows)"
         with timed(self.clock, "exact GP"), one_blas_thread():

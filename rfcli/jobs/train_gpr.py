@@ -298,22 +298,21 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
     with one_blas_thread():
         if fit.kind == "exact":  # spectral: the ExactGP (rfcli.learn.gpr_exact)
             lml, _ = spectral.lml_and_grad(theta, need_grad=False)
-            mean_w, cov_x, s2, lam = fit.exact_parts
-            cov_d, prior, rank = np.zeros(len(mean_w)), s2, st.n
+            mean_w, s2, lam, (form, factor) = fit.exact_parts
+            var = {"cov_diag": np.zeros(len(mean_w)), "prior": sd * sd * s2}
+            if form == "band":  # the model solves with K's band factor
+                var.update(cov_band=factor, cov_scale=sd * s2)
+            else:
+                var["cov_factor"] = sd * factor
+            rank = st.n
         else:
             lml, _ = lml_and_grad(theta, red, spectral, need_grad=False)
             mean_w, (cov_d, cov_x), lam = posterior(theta, red, spectral)
-            prior, rank = 0.0, red.r
+            var, rank = {"cov_diag": sd * sd * cov_d, "cov_factor": sd * cov_x}, red.r
     model = GPRModel(
-        Targets("regression"),
-        (sd * mean_w)[:, None],
-        np.array([mu]),
-        False,
-        cov_diag=sd * sd * cov_d,
-        cov_factor=sd * cov_x,
-        noise=sd * sd * lam,
-        prior=sd * sd * prior,
-    )
+        Targets("regression"), (sd * mean_w)[:, None], np.array([mu]), False,
+        noise=sd * sd * lam, **var,
+    )  # fmt: skip
     ell = np.exp(theta[1 : 1 + fit.n_ell]) if fit.n_ell else fit.ell_fixed
     iters = sum(h.get("iterations", 0) for h in fit.history)
     secs = time.perf_counter() - t0

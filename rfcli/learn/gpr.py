@@ -262,6 +262,24 @@ class Reduced:
         return out
 
 
+def feature_rank(V: np.ndarray, rel_tol: float = 1e-12) -> int:
+    """The numerical rank of rows' features V (k x m) by :class:`Reduced`'s rule: pivoted
+    Cholesky of the rows' Gram matrix, stopped below ``rel_tol`` x the largest squared
+    column norm."""
+    from scipy.linalg.lapack import dpstrf
+
+    V = np.asarray(V, dtype=np.float64)
+    if not V.size:
+        return 0
+    top = float(np.max(column_sq_norms(V)))
+    if not top > 0:
+        return 0
+    _, _, rank, info = dpstrf(row_gram(V), lower=1, tol=rel_tol * top)
+    if info < 0:  # pragma: no cover - bad arguments
+        raise np.linalg.LinAlgError(f"dpstrf: argument {-info}")
+    return int(rank)
+
+
 #: m x m float64 matrices a GP fit holds at its peak besides one statistics copy per engine
 #: thread: the summed statistics, the factor P and its pivoting work copy, A's factor in
 #: learning, the posterior's L^-1 P D and covariance.  Beyond them: the tiled products'
@@ -413,31 +431,48 @@ class GPRModel(LinearModel):
     model files hold Sigma_w itself (``cov``, m x m); they load and predict as before.
     ``prior``: a constant added to the variance, the exact GP's prior variance s2 (its
     features are the kernel against the training rows, ``cov_diag`` 0 and ``cov_factor``
-    s2 L^-1: rfcli.learn.gpr_exact); 0 for feature-space models."""
+    s2 L^-1: rfcli.learn.gpr_exact); 0 for feature-space models.  ``cov_band`` (with
+    ``cov_scale``): the exact GP of a series keeps K's band Cholesky factor L instead, and
+    ``cov_factor`` is ``cov_scale L^-1``, applied by a band solve."""
 
     kind = "gpr"
 
     def __init__(self, targets, W, b, normalized, info=None, cov=None, noise=0.0,
-                 cov_diag=None, cov_factor=None, prior=0.0):  # fmt: skip
+                 cov_diag=None, cov_factor=None, prior=0.0, cov_band=None,
+                 cov_scale=1.0):  # fmt: skip
         super().__init__(targets, W, b, normalized, info)
         self.prior = float(prior)
+        self.cov_band = None if cov_band is None else np.asarray(cov_band, dtype=np.float64)
+        self.cov_scale = float(cov_scale)
         self.cov = None if cov is None else np.asarray(cov, dtype=np.float64)
         self.cov_diag = None if cov_diag is None else np.asarray(cov_diag, dtype=np.float64)
         self.cov_factor = None if cov_factor is None else np.asarray(cov_factor, np.float64)
         self.noise = float(noise)
 
+    def _factor_product(self, F: np.ndarray) -> np.ndarray:
+        """``F cov_factor'``; with ``cov_band``: ``cov_scale (L^-1 F')'`` by a band solve."""
+        if self.cov_band is None:
+            return F @ self.cov_factor.T
+        import scipy.linalg as sla  # a band factor's model only (the exact GP of a series)
+
+        b = len(self.cov_band) - 1  # LAPACK lower band storage is solve_banded's (b, 0) form
+        out = sla.solve_banded((b, 0), self.cov_band, F.T, check_finite=False).T
+        out *= self.cov_scale
+        return out
+
     def covariance(self) -> np.ndarray:
         """Sigma_w (m x m, y units)."""
         if self.cov is not None:
             return self.cov
-        return np.diag(self.cov_diag) - self.cov_factor.T @ self.cov_factor
+        X = self._factor_product(np.eye(len(self.cov_diag))).T
+        return np.diag(self.cov_diag) - X.T @ X
 
     def std(self, F: np.ndarray) -> np.ndarray:
         F = np.asarray(F, dtype=np.float64)
         if self.cov is not None:
             var = np.einsum("ij,ij->i", F @ self.cov, F)
         else:
-            FX = F @ self.cov_factor.T
+            FX = self._factor_product(F)
             var = (F * F) @ self.cov_diag - np.einsum("ij,ij->i", FX, FX)
         return np.sqrt(np.maximum(var + (self.prior + self.noise), 0.0))
 
@@ -448,6 +483,9 @@ class GPRModel(LinearModel):
             cfg["prior"] = self.prior
         if self.cov is not None:
             arrays["cov"] = self.cov
+        elif self.cov_band is not None:
+            arrays["cov_diag"], arrays["cov_band"] = self.cov_diag, self.cov_band
+            cfg["cov_scale"] = self.cov_scale
         else:
             arrays["cov_diag"], arrays["cov_factor"] = self.cov_diag, self.cov_factor
         return cfg, arrays
@@ -460,6 +498,8 @@ class GPRModel(LinearModel):
             "cov_factor": arrays.get("cov_factor"),
             "noise": cfg.get("noise", 0.0),
             "prior": cfg.get("prior", 0.0),
+            "cov_band": arrays.get("cov_band"),
+            "cov_scale": cfg.get("cov_scale", 1.0),
         }
 
 

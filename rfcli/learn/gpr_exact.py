@@ -16,6 +16,20 @@ quadrature error.  The parameters are those of the GLF learner (rfcli.learn.gpr)
 
 (o: the elementwise product).  One Cholesky factor of K and its inverse per step, on one
 BLAS thread (the model then never depends on the core count).
+
+One input (a series): the rows are sorted, and where the kernel falls below BAND_EPS
+within a few neighbours, K is a band matrix of half-width b (entries below BAND_EPS x s2
+dropped: a change of K's spectral norm of at most n BAND_EPS s2, below double-precision
+rounding of its entries' sums).  A step then costs O(n b^2): the band Cholesky factor
+(LAPACK dpbtrf), and for the gradient only the band of K^-1, from the factor by the
+backward recurrence of Takahashi, Fagan & Chin (Proc. 8th PICA Conference, 1973): with
+K = L L',
+
+    Z_ij = -(sum_{k=i+1}^{i+b} L_ki Z_kj) / L_ii   (j = i+1 .. i+b),
+    Z_ii = (1 / L_ii - sum_{k=i+1}^{i+b} L_ki Z_ki) / L_ii,
+
+each entry from entries of rows below it within the band.  Long lengthscales (a band
+wider than n / BAND_SHARE) take the dense step.
 """
 
 from __future__ import annotations
@@ -31,6 +45,11 @@ EXACT_MATRICES = 6
 #: the most rows the exact route takes, whatever the memory (one step at 16,384 rows is
 #: about 1.5e12 flops)
 EXACT_MAX_ROWS = 16_384
+#: one input: kernel entries below BAND_EPS (x s2) are dropped, and the band step is taken
+#: while the band's half-width is at most n / BAND_SHARE
+BAND_EPS, BAND_SHARE = 1e-16, 8
+#: the band recurrence's interpreter overhead per row, in flops of a dense step (about 10 us)
+BAND_ROW_FLOPS = 2e4
 
 
 def exact_memory_need(n: int, d: int) -> int:
@@ -48,12 +67,42 @@ class ExactGP:
     one lengthscale (``ard=False``) or one per input."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, kernel: str, ard: bool):
-        self.X = np.asarray(X, dtype=np.float64)
-        self.y = np.asarray(y, dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if X.shape[1] == 1:  # a series: sorted rows make K a band matrix (module docstring)
+            order = np.argsort(X[:, 0], kind="stable")
+            X, y = X[order], y[order]
+        self.X, self.y = X, y
         self.kernel, self.ard = kernel, bool(ard)
         self.n, self.d = self.X.shape
-        # squared differences per input, once (every step rescales them)
-        self.D2 = [np.square(np.subtract.outer(c, c)) for c in self.X.T]
+        self._D2: list[np.ndarray] | None = None
+        self.r_cut = _cut_radius(kernel) if self.d == 1 else np.inf
+
+    @property
+    def D2(self) -> list[np.ndarray]:
+        """Squared differences per input (n x n each), once: every dense step rescales them."""
+        if self._D2 is None:
+            self._D2 = [np.square(np.subtract.outer(c, c)) for c in self.X.T]
+        return self._D2
+
+    def half_width(self, ell: float) -> int:
+        """One input: the band's half-width at lengthscale ``ell`` (n - 1: no band)."""
+        if self.d != 1:
+            return self.n - 1
+        x = self.X[:, 0]
+        reach = np.searchsorted(x, x + self.r_cut * ell, side="right") - 1
+        return int((reach - np.arange(self.n)).max())
+
+    def banded(self, ell: float) -> bool:
+        return self.half_width(ell) * BAND_SHARE <= self.n
+
+    def step_flops(self, ell: float) -> float:
+        """About what one likelihood step costs at lengthscale ``ell``, in flops: 4/3 n^3
+        dense (the factor and the inverse), 2 n b^2 in a band of half-width b plus the
+        recurrence's per-row overhead."""
+        if self.d == 1 and self.banded(ell):
+            return self.n * (2.0 * self.half_width(ell) ** 2 + BAND_ROW_FLOPS)
+        return 4.0 / 3.0 * float(self.n) ** 3
 
     def _parts(self, theta):
         s2, lam = np.exp(theta[0]), np.exp(theta[-1])
@@ -72,6 +121,8 @@ class ExactGP:
         import scipy.linalg as sla  # where it computes: a model's predictions need no scipy
 
         theta = np.asarray(theta, dtype=np.float64)
+        if self.d == 1 and self.banded(float(np.exp(theta[1]))):
+            return self._band_lml_and_grad(theta, need_grad)
         try:
             s2, lam, ell, R2, C, L = self._parts(theta)
         except np.linalg.LinAlgError:
@@ -99,15 +150,92 @@ class ExactGP:
                 g[1 + j] = 0.5 * s2 / (lj * lj) * np.vdot(W, D2)
         return lml, g
 
+    def _band(self, theta):
+        """One input: the band diagonals t = 0..b of r^2 and C, and K's band factor."""
+        from scipy.linalg import cholesky_banded
+
+        s2, lam, ell = np.exp(theta[0]), np.exp(theta[-1]), float(np.exp(theta[1]))
+        x, n = self.X[:, 0] / ell, self.n
+        b = self.half_width(ell)
+        R2 = [np.square(x[t:] - x[: n - t]) for t in range(b + 1)]
+        C = [correlation(self.kernel, r2) for r2 in R2]
+        ab = np.zeros((b + 1, n))
+        for t, c in enumerate(C):
+            ab[t, : n - t] = s2 * c
+        ab[0] += lam
+        return s2, lam, ell, R2, C, cholesky_banded(ab, lower=True, check_finite=False)
+
+    def _band_lml_and_grad(self, theta: np.ndarray, need_grad: bool):
+        from scipy.linalg import cho_solve_banded
+
+        try:
+            s2, lam, ell, R2, C, cb = self._band(theta)
+        except np.linalg.LinAlgError:
+            return -np.inf, np.zeros_like(theta)
+        n, b = self.n, len(C) - 1
+        alpha = cho_solve_banded((cb, True), self.y, check_finite=False)
+        lml = -0.5 * self.y @ alpha - np.log(cb[0]).sum() - 0.5 * n * LOG2PI
+        if not need_grad:
+            return lml, None
+        Z = _band_inverse(cb)
+        g = np.zeros_like(theta)
+        g[-1] = 0.5 * lam * (alpha @ alpha - np.trace(Z))
+        for t in range(b + 1):
+            w = 1.0 if t == 0 else 2.0  # the band's two triangles
+            Wt = alpha[t:] * alpha[: n - t] - np.diagonal(Z, t)  # alpha alpha' - K^-1
+            g[0] += 0.5 * s2 * w * (Wt @ C[t])
+            g[1] += 0.5 * s2 * w * (Wt @ (correlation_slope(self.kernel, R2[t], C[t]) * R2[t]))
+        return lml, g
+
     def model_parts(self, theta: np.ndarray):
-        """At ``theta``: the map of the training rows, the weights ``s2 alpha`` and the
-        variance factor ``s2 L^-1`` (K = L L'), so that for features c = c(x) the
-        predictive mean is ``c's2 alpha`` and the variance ``s2 + lambda - |s2 L^-1 c|^2``
-        (standardized units)."""
+        """At ``theta``: (the map of the training rows, the weights ``s2 alpha``, s2, lambda,
+        the variance's factor), so that for features c = c(x) the predictive mean is
+        ``c's2 alpha`` and the variance ``s2 + lambda - s2^2 |L^-1 c|^2`` (standardized
+        units, K = L L').  The factor: ``("inverse", s2 L^-1)`` (n x n), or for a band
+        ``("band", L's band)`` in LAPACK lower band storage, which the model solves with."""
         import scipy.linalg as sla
 
-        s2, lam, ell, _, _, L = self._parts(np.asarray(theta, dtype=np.float64))
-        alpha = sla.cho_solve((L, True), self.y, check_finite=False)
-        Linv, _ = sla.lapack.dtrtri(L, lower=1)
+        theta = np.asarray(theta, dtype=np.float64)
+        if self.d == 1 and self.banded(float(np.exp(theta[1]))):
+            s2, lam, ell, _, _, cb = self._band(theta)
+            alpha = sla.cho_solve_banded((cb, True), self.y, check_finite=False)
+            factor, ell = ("band", cb), np.array([ell])
+        else:
+            s2, lam, ell, _, _, L = self._parts(theta)
+            alpha = sla.cho_solve((L, True), self.y, check_finite=False)
+            Linv, _ = sla.lapack.dtrtri(L, lower=1)
+            factor = ("inverse", s2 * np.tril(Linv))
         fmap = TrainingRowsMap(kernel=self.kernel, lengthscale=ell if self.ard else ell[:1])
-        return fmap.fit_rows(self.X), s2 * alpha, s2 * np.tril(Linv), s2, lam
+        return fmap.fit_rows(self.X), s2 * alpha, s2, lam, factor
+
+
+def _cut_radius(kernel: str) -> float:
+    """The scaled distance r beyond which the unit kernel is below BAND_EPS (bisection)."""
+    lo, hi = 0.0, 1.0
+    while correlation(kernel, np.array(hi * hi)) > BAND_EPS:
+        lo, hi = hi, 2 * hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if correlation(kernel, np.array(mid * mid)) > BAND_EPS else (lo, mid)
+    return hi
+
+
+def _band_inverse(cb: np.ndarray) -> np.ndarray:
+    """K^-1 within the band (n x n; entries outside the band are left unset) from K's band
+    Cholesky factor in LAPACK's lower band storage (``cb[t, i] = L[i + t, i]``), by the
+    backward recurrence of the module docstring."""
+    b1, n = cb.shape
+    Z = np.empty((n, n))
+    for i in range(n - 1, -1, -1):
+        w = min(b1 - 1, n - 1 - i)
+        d = cb[0, i]
+        if w:
+            v = cb[1 : w + 1, i]
+            z = v @ Z[i + 1 : i + w + 1, i + 1 : i + w + 1]
+            z /= -d
+            Z[i, i + 1 : i + w + 1] = z
+            Z[i + 1 : i + w + 1, i] = z
+            Z[i, i] = (1.0 / d - v @ z) / d
+        else:
+            Z[i, i] = 1.0 / (d * d)
+    return Z

@@ -151,3 +151,68 @@ def test_the_exact_model_is_the_same_on_any_thread_count_and_chunking(tmp_path):
     assert e1.fingerprint() == e2.fingerprint()
     assert np.array_equal(m1.W, m2.W) and np.array_equal(m1.cov_factor, m2.cov_factor)
     assert m1.prior == m2.prior > 0
+
+
+# -- one input: the band route -----------------------------------------------------------
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_series_band_step_is_the_dense_step(kernel, monkeypatch):
+    import rfcli.learn.gpr_exact as E
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(400, 1))
+    y = np.sin(30 * X[:, 0]) + 0.1 * rng.normal(size=400)
+    gp = ExactGP(X, y, kernel, False)
+    theta = np.log([1.3, 0.002, 0.05])
+    assert gp.banded(0.002) and 0 < gp.half_width(0.002) < 50
+    band = gp.lml_and_grad(theta)
+    monkeypatch.setattr(E, "BAND_SHARE", 1e9)  # every step dense
+    assert not gp.banded(0.002)
+    dense = gp.lml_and_grad(theta)
+    assert band[0] == pytest.approx(dense[0], abs=1e-9)
+    np.testing.assert_allclose(band[1], dense[1], rtol=1e-9, atol=1e-9)
+    assert band[0] == pytest.approx(_dense_lml(gp.X, gp.y, theta, kernel), abs=1e-9)
+
+
+def test_the_band_recurrence_gives_the_inverse_within_the_band():
+    from scipy.linalg import cholesky_banded
+
+    from rfcli.learn.gpr_exact import _band_inverse
+
+    rng = np.random.default_rng(4)
+    n, b = 60, 5
+    A = np.zeros((n, n))
+    for t in range(b + 1):
+        v = rng.uniform(-0.3, 0.3, n - t) if t else rng.uniform(2, 3, n)
+        A[np.arange(t, n), np.arange(n - t)] = v
+        A[np.arange(n - t), np.arange(t, n)] = v
+    ab = np.array([np.concatenate([np.diagonal(A, -t), np.zeros(t)]) for t in range(b + 1)])
+    Z, inv = _band_inverse(cholesky_banded(ab, lower=True)), np.linalg.inv(A)
+    near = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= b
+    np.testing.assert_allclose(Z[near], inv[near], rtol=1e-12, atol=1e-14)
+
+
+def test_a_rough_series_takes_the_band_and_predicts_its_posterior(tmp_path):
+    rng = np.random.default_rng(6)
+    x = np.sort(rng.uniform(0, 300, 600))
+    y = np.sin(x) + np.sin(2.3 * x) + 0.2 * rng.normal(size=600)
+    path = write_parquet(tmp_path / "series.parquet", t=x, y=y)
+    out = tmp_path / "m.npz"
+    res = train_gpr(str(path), str(out), GPRSettings(), ReadSettings(label="y"))
+    rep, (model, enc, _) = res.report, load_model(str(out))
+    assert rep["exact_rows"] == 600 and enc.fmap.kind == "exact"
+    assert model.cov_band is not None and model.cov_factor is None
+    assert model.cov_band.shape[1] == 600 and len(model.cov_band) < 600 / 8
+    mu, sd, xm, xs = y.mean(), y.std(), x.mean(), x.std()
+    s2, lam = rep["signal_variance"] / sd**2, rep["noise_variance"] / sd**2
+    ell = rep["lengthscale"][0]
+    T = rng.uniform(0, 300, 40)
+
+    def k(a, b):
+        return s2 * np.exp(-0.5 * (np.subtract.outer((a - xm) / xs, (b - xm) / xs) / ell) ** 2)
+
+    K, ks = k(x, x) + lam * np.eye(600), k(T, x)
+    mean = mu + sd * ks @ np.linalg.solve(K, (y - mu) / sd)
+    var = sd**2 * (s2 + lam - np.einsum("ij,ji->i", ks, np.linalg.solve(K, ks.T)))
+    F = enc.features(T[:, None])
+    np.testing.assert_allclose(model.predict(F), mean, rtol=1e-8, atol=1e-8 * sd)
+    np.testing.assert_allclose(model.std(F), np.sqrt(var), rtol=1e-7)
