@@ -75,6 +75,10 @@ DEV_TRAIN, DEV_TEST = 3000, 2000
 DEV_OUT = os.path.join(OUT, f"dev-{DEV_TRAIN}")
 
 
+def level_nodes(levels) -> str:
+    """Quadrature nodes of each level, "exact" for the exact GP's (rfcli.learn.gpr_exact)."""
+    return " -> ".join(str(lv["nodes"]) if "nodes" in lv else "exact" for lv in levels)
+
 def surface(x1, x2):
     """The smooth surface of the grid set (inputs in [0, 1]^2)."""
     bump = np.exp(-((x1 - 0.35) ** 2 + (x2 - 0.6) ** 2) / (2 * 0.08**2))
@@ -121,7 +125,7 @@ def rfcli_row(name, method, tr, te, settings):
         "set": name,
         "method": method,
         "features": rep["features"],
-        "nodes": " -> ".join(str(lv["nodes"]) for lv in levels) if levels else "-",
+        "nodes": level_nodes(levels) if levels else "-",
         "signal_variance": rep["signal_variance"],
         "lengthscale": rep["lengthscale"],
         "noise_variance": rep["noise_variance"],
@@ -272,7 +276,7 @@ def scaling(data):
             "glf_passes": info["data_passes"],
             "glf_per_iter_ms": 1e3 * info["seconds_per_iteration"],
             "glf_iterations": info["iterations"],
-            "glf_nodes": " -> ".join(str(lv["nodes"]) for lv in info["levels"]),
+            "glf_nodes": level_nodes(info["levels"]),
             "glf_lengthscale": info["lengthscale"][0],
             "glf_peak_mib": peak,
         }
@@ -506,12 +510,12 @@ def dev_row(name, ard, earlier=None, repeat=1):
         "ard": ard,
         "n": exact["n"],
         "d": len(DEV[name][2]),
-        "nodes": " -> ".join(str(lv["nodes"]) for lv in info.get("levels", [])),
+        "nodes": level_nodes(info.get("levels", [])),
         "bounds": info["lengthscale_bounds"],
         "converged": info.get("converged"),
         "lengthscale": info["lengthscale"],
         "noise_to_signal": info.get("noise_to_signal"),
-        "kernel_error": info.get("kernel_error_data"),
+        "kernel_error": info.get("kernel_error_data", 0.0 if "exact_rows" in info else None),
         "probe_error": info.get("probe_error"),
         "kernel_tol": info.get("kernel_tol"),
         "mse": ev["mse"],

@@ -75,9 +75,12 @@ GROUP_RATIO, MAX_GROUPS = 6.0, 2
 #: not, the rules are refined to NOISE_REFINE x noise/signal (room for the noise to move)
 NOISE_SHARE, NOISE_REFINE = 0.1, 0.03
 #: the exact GP against a level (Levels._exact_cheaper): a sample rank of at least RANK_FULL
-#: x its most is taken as still growing with the rows; a level's fixed cost is spread over
-#: EXACT_STEPS likelihood steps
-RANK_FULL, EXACT_STEPS = 0.9, 10
+#: x its most is taken as still growing with the rows; a level's pass and LEVEL_FLOPS (its
+#: rule design and kernel error checks, about 0.5 s) are spread over LEVEL_STEPS likelihood
+#: steps; the exact GP takes EXACT_STEP_RATIO x as many (the whole bounds).  Calibrated on
+#: the development set (docs/gpr-report.md): ames' level of 8,686 features (rank 543 on
+#: 2,051 rows) took 3.2 s where the exact GP took 5 s
+RANK_FULL, LEVEL_STEPS, LEVEL_FLOPS, EXACT_STEP_RATIO = 0.9, 10, 2e10, 1.5
 #: a refinement for the noise tries design tolerances tol / REFINE_FACTOR^k, k = 1 ..
 #: REFINE_TRIES, and keeps the coarsest whose rule's error on the data meets the target
 REFINE_FACTOR, REFINE_TRIES = 3.0, 8
@@ -521,29 +524,34 @@ class Levels:
         return self._gp
 
     def _exact_cheaper(self, fmap: GaussLegendreMap, ranges: np.ndarray) -> bool:
-        """Whether exact GP steps cost less than a level on ``fmap``'s m features.  An exact
-        step (:meth:`ExactGP.step_flops`, at the range's longest lengthscale): 4/3 n^3, or
-        O(n b^2) for one input in a band of half-width b.  A level: per step about 2 r^2 m
-        (A = P D P' and the gradient's product, r the features' rank on the data), and its
-        pass, n m^2 (at most m rows) or 3 n^2 m (the rows' Gram matrix and its factor: more
-        features than rows), shared by EXACT_STEPS steps.  r is estimated on the row sample
-        (only when the bounds r <= min(n, m) do not decide): its rank there when the sample
-        is every row or the rank stops short of the sample's size (smooth features of
-        clustered inputs: ggplot2::diamonds' 5,018 features have rank 478 on 3,000 rows,
-        where a level costs a tenth of an exact step), else min(n, m)."""
-        n, m = self.n, fmap.n_features
-        exact = self._exact_gp().step_flops(float(ranges[:, 1].max()))
-        fixed = (3.0 * n * n * m if m > n else float(n) * m * m) / EXACT_STEPS
-        if exact < fixed:
+        """Whether exact GP steps cost less than a level on ``fmap``'s m features, in flops
+        per step.  Exact (:meth:`ExactGP.step_flops`, at the range's longest lengthscale):
+        about 4/3 n^3 dense, O(n b^2) for one input in a band of half-width b; times
+        EXACT_STEP_RATIO, as its L-BFGS-B runs over the whole bounds.  A level: about
+        2 r^2 m per step (A = P D P' and the gradient's product, r the features' rank on the
+        data), and, shared by LEVEL_STEPS steps, its pass (n m^2; with more features than
+        rows their Gram matrix and basis, n^2 m + 2 n r m) and LEVEL_FLOPS for its rule
+        design and kernel error checks.  r is estimated on the row sample only when the
+        bounds r <= min(n, m) do not decide: its rank there when the sample is every row or
+        the rank stops short of the sample's size (smooth features of clustered inputs:
+        ggplot2::diamonds' 5,018 features have rank 478 on 3,000 rows), else min(n, m)."""
+        n, m = float(self.n), float(fmap.n_features)
+        exact = EXACT_STEP_RATIO * self._exact_gp().step_flops(float(ranges[:, 1].max()))
+
+        def level(r: float) -> float:
+            fixed = n * n * m + 2 * n * r * m if m > n else n * m * m
+            return 2 * r * r * m + (fixed + LEVEL_FLOPS) / LEVEL_STEPS
+
+        if exact < level(0.0):
             return True
-        if exact >= 2.0 * min(n, m) ** 2 * m + fixed:
+        if exact >= level(min(n, m)):
             return False
         X = self.xy[: self.s.sample_rows, :-1]
         with timed(self.clock, "rank on the sample"), one_blas_thread():
             r = feature_rank(fmap.transform(X))
         if len(X) < n and r >= RANK_FULL * min(len(X), m):
             r = min(n, m)
-        return exact < 2.0 * r * r * m + fixed
+        return exact < level(float(r))
 
     def _exact(self, thetas: list[np.ndarray], group: int):
         """The exact GP on the rows the first pass kept, L-BFGS-B over the whole bounds from

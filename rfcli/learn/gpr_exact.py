@@ -48,8 +48,10 @@ EXACT_MAX_ROWS = 16_384
 #: one input: kernel entries below BAND_EPS (x s2) are dropped, and the band step is taken
 #: while the band's half-width is at most n / BAND_SHARE
 BAND_EPS, BAND_SHARE = 1e-16, 8
-#: the band recurrence's interpreter overhead per row, in flops of a dense step (about 10 us)
-BAND_ROW_FLOPS = 2e4
+#: what a step's interpreter and memory-bound work costs in flops of its matrix products
+#: (measured on 2 AMD EPYC cores: about 10 us per row of the band recurrence, 50 ms for
+#: the elementwise kernel work of a dense step on 2,051 rows)
+BAND_ROW_FLOPS, ENTRY_FLOPS = 2e4, 500.0
 
 
 def exact_memory_need(n: int, d: int) -> int:
@@ -98,11 +100,12 @@ class ExactGP:
 
     def step_flops(self, ell: float) -> float:
         """About what one likelihood step costs at lengthscale ``ell``, in flops: 4/3 n^3
-        dense (the factor and the inverse), 2 n b^2 in a band of half-width b plus the
-        recurrence's per-row overhead."""
+        dense (the factor and the inverse) and the kernel's elementwise work, 2 n b^2 in a
+        band of half-width b plus the recurrence's per-row overhead."""
+        n = float(self.n)
         if self.d == 1 and self.banded(ell):
-            return self.n * (2.0 * self.half_width(ell) ** 2 + BAND_ROW_FLOPS)
-        return 4.0 / 3.0 * float(self.n) ** 3
+            return n * (2.0 * self.half_width(ell) ** 2 + BAND_ROW_FLOPS)
+        return 4.0 / 3.0 * n**3 + ENTRY_FLOPS * n * n
 
     def _parts(self, theta):
         s2, lam = np.exp(theta[0]), np.exp(theta[-1])
