@@ -79,6 +79,7 @@ def level_nodes(levels) -> str:
     """Quadrature nodes of each level, "exact" for the exact GP's (rfcli.learn.gpr_exact)."""
     return " -> ".join(str(lv["nodes"]) if "nodes" in lv else "exact" for lv in levels)
 
+
 def surface(x1, x2):
     """The smooth surface of the grid set (inputs in [0, 1]^2)."""
     bump = np.exp(-((x1 - 0.35) ** 2 + (x2 - 0.6) ** 2) / (2 * 0.08**2))
@@ -573,7 +574,10 @@ def dev_section(rows) -> list[str]:
         f"the speed-up is against that one) measured {_load_text(rows)}; memory is the "
         "process's peak RSS. `kernel error`: the kernel matrix's quadrature error on the data "
         "at the optimum ((n/k) ||K~_k - K_k||_2 on the k-row sample, units of the signal "
-        "variance), which must be <= 0.1 x `noise/signal`. The sections above this one come "
+        "variance), which must be <= 0.1 x `noise/signal`. `rfcli nodes`: the quadrature "
+        "nodes of the coarse rule and of each level; `exact`: rfcli fitted the exact GP of the "
+        "rows there instead, where it costs less than a rule (docs/gpr.md, Exact GP; kernel "
+        "error 0). The sections above this one come "
         "from the last full run (`python bench/gp_report.py`), which may predate this one.",
         "",
         "| set | d | n | ard | rfcli nodes | kernel error | noise/signal | rfcli MSE | exact MSE "

@@ -143,7 +143,7 @@ def test_gpr_equals_cli_both_ways(tmp_path, exact):
     encoder, passes, levels, learned hyperparameters and likelihood; the posterior equal up
     to float64 round-off of its solves.  Each model file predicts in ``rfcli predict``
     exactly what its estimator predicts (mean and standard deviation).  By default quakes'
-    700 rows take the exact GP (its rule would need more features than rows); without it,
+    600 rows take the exact GP (its rule would need more features than rows); without it,
     GLF levels."""
     X, y = quakes()
     cli_model = tmp_path / "cli.npz"

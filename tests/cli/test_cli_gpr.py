@@ -61,7 +61,7 @@ def test_gpr_raw_and_store_agree(tmp_path):
 
 def test_gpr_with_default_settings_on_quakes(tmp_path):
     """No bounds, nodes or tolerance given: bounds from the data, a coarse rule, then levels
-    or (quakes: rules of more features than its 700 rows) the exact GP;
+    or (quakes: rules of more features than its 600 rows) the exact GP;
     not refused (the old default bounds 0.05..2 needed more than 3000 nodes here)."""
     r = invoke("train", QUAKES_TR, "--model", "gpr", "--label", "y", "-o", tmp_path / "d.npz")
     assert r.exit_code == 0, r.output
