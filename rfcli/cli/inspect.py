@@ -327,6 +327,14 @@ def _num(v) -> str:
     return text(v)
 
 
+def _features_used(i: dict) -> str:
+    if i["normalized"]:
+        return "normalized rows"
+    if i["model"] == "gpr":  # unquantized: the map's values (GLF, RFF, the exact GP's kernel)
+        return "the map's values"
+    return "plain (sqrt(2/m) Q(z))"
+
+
 def model_sections(i: dict) -> list:
     """``inspect MODEL`` in words: the model, its encoder, its training."""
     from rfcli.cli.render import size, text
@@ -342,7 +350,7 @@ def model_sections(i: dict) -> list:
         ("model", f"{i['model']} ({i['task']})"),
         what,
         ("label", f"{text(i['label'])} ({i['label_type']})"),
-        ("features used", "normalized rows" if i["normalized"] else "plain (sqrt(2/m) Q(z))"),
+        ("features used", _features_used(i)),
         ("trained on", text(trained.get("store") or trained.get("input"))),
         ("fingerprint", text(i["fingerprint"])),
         (
