@@ -79,8 +79,9 @@ class GLFRegressor(RegressorMixin, RFEstimator):
     >>> X, noise = np.random.default_rng(0).uniform(0, 10, size=(300, 2)).T
     >>> X, y = X[:, None], np.sin(X) + 0.01 * (noise - 5)  # noise of std 0.029
     >>> gp = GLFRegressor(lengthscale_bounds=(0.05, 2.0)).fit(X, y)
+    >>> # 300 rows: the exact GP of the rows costs less than a quadrature rule (docs/gpr.md)
     >>> gp.features_, bool(0.1 < gp.lengthscale_[0] < 1.0), bool(gp.noise_variance_ < 0.03)
-    ('glf', True, True)
+    ('exact', True, True)
     >>> mean, std = gp.predict(X[:3], return_std=True)
     >>> bool(np.all(np.abs(mean - np.sin(X[:3, 0])) < 3 * std))
     True
