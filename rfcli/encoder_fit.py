@@ -468,7 +468,7 @@ def fit_encoder_on(engine, source, sel, settings, read, fmap=None, fits=None) ->
 
 
 def fit_preprocessing_on(engine, source, sel, settings, read, title: str = "fitting"):
-    """(preprocessing, preprocessed row sample) of ``settings`` (an EncodeSettings: its
+    """(preprocessing, preprocessed row sample, rows) of ``settings`` (an EncodeSettings: its
     standardize, normalize_rows, seed and sample_rows) fitted on the open ``source``'s
     columns ``sel`` by one pass (``engine.chunk_pass``, parts merged in row order as in
     :func:`fit_encoder_on`): what a job that chooses its map from the data needs first."""
@@ -477,4 +477,4 @@ def fit_preprocessing_on(engine, source, sel, settings, read, title: str = "fitt
     if p1.n == 0:
         raise InputError(f"{source.path}: no rows")
     fitter.pre.fit_stats(p1.stats)
-    return fitter.pre, fitter.pre.transform(p1.sample.rows[: settings.sample_rows])
+    return fitter.pre, fitter.pre.transform(p1.sample.rows[: settings.sample_rows]), p1.n

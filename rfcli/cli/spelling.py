@@ -43,7 +43,7 @@ def flag_of(ctx: click.Context, name: str) -> str:
         return spelled[name]
     for p in ctx.command.params:
         if p.name == name:
-            return "/".join(p.opts)
+            return "/".join([*p.opts, *getattr(p, "secondary_opts", [])])
     return "--" + name.replace("_", "-")
 
 

@@ -117,6 +117,8 @@ def check_gpr_options(ctx: click.Context, input_path: str, o: dict) -> None:
         check_scope(ctx, GPR_GLF_ONLY, kind == "glf", f"--gp-features glf, not {kind}")
         check_scope(ctx, ["n_features"], kind == "rff", f"--gp-features rff, not {kind}")
     check_scope(ctx, ["noise_bounds"], o["learn"], "--learn (--no-learn fixes the noise)")
+    check_scope(ctx, ["exact"], o["learn"] and not o["nodes"],
+                "--learn without --nodes (a fixed lengthscale or rule has no levels)")  # fmt: skip
     check_scope(ctx, ["lengthscale"], not o["learn"],
                 "--no-learn (--learn learns the lengthscale)")  # fmt: skip
     # with --no-learn the bounds give the lengthscale (their geometric midpoint) or the
@@ -281,9 +283,9 @@ def check_model_options(ctx: click.Context, model: str) -> None:
     "--exact/--no-exact",
     default=True,
     show_default=True,
-    help="gpr/glf from raw INPUT: fit the exact GP (its n x n kernel matrix) where a "
-    "quadrature rule would need more features than the data has rows and the rows fit "
-    "--memory.",
+    help="gpr/glf from raw INPUT, learning: fit the exact GP of the rows (its n x n kernel "
+    "matrix; a band for one input) where that costs less than a quadrature rule (small data, "
+    "short lengthscales) and the rows fit --memory.",
 )
 @click.option(
     "--noise-bounds",
@@ -510,8 +512,7 @@ def _gpr_lines(ui, r: dict, output: str) -> None:
         ui.info(
             "quadrature nodes by level: "
             + " -> ".join(str(lv.get("nodes", "exact GP")) for lv in r["levels"])
-            + f"; the exact GP on the {r['exact_rows']} rows: a rule would need more features"
-            " than rows"
+            + f"; the exact GP of the {r['exact_rows']} rows (it costs less than a rule here)"
         )
     elif len(r.get("levels", [])) > 1:
         ui.info(

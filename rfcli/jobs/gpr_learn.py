@@ -66,8 +66,9 @@ class Fit:
     kind: str
     n_ell: int
     ell_fixed: list
-    #: the exact GP's (weights, variance factor, s2, lambda): rfcli.learn.gpr_exact
-    exact_parts: tuple | None = None
+    #: the exact GP's model parts (weights, s2, lam, factor: ExactGP.model_parts; the targets'
+    #: mu and sd, the LML of the standardized targets, rows); st and red are then None
+    exact_parts: dict | None = None
 
 
 def scan_grids(bounds: np.ndarray, lower=None, upper=None) -> list[np.ndarray]:

@@ -127,7 +127,7 @@ class Levels:
 
     def __init__(
         self, stats, base: GPInputs, sample, bounds, s, report, clock, *, progress=None,
-        memory: int | None = None,
+        memory: int | None = None, rows: int | None = None,
     ):  # fmt: skip
         self.stats, self.base, self.s, self.report, self.clock = stats, base, s, report, clock
         self.progress = progress
@@ -148,10 +148,16 @@ class Levels:
         # sized for one pass thread: the rule (and the model) never depend on the core count;
         # passes then run on as many threads as the budget allows (pass_threads)
         self.max_nodes = max_gp_nodes(self.budget)
-        # the first pass keeps every row while they are at most this many (an exact GP's)
-        self.exact_rows = max_exact_rows(self.budget, self.d) if s.exact else 0
-        self.st: GPStats | None = None  # the last pass's statistics (the targets' scale)
+        # the first pass keeps every row when the fitting pass counted at most this many
+        # (``rows``): an exact GP's; levels only (not with a fixed lengthscale or rule)
+        levels = s.exact and s.learn and s.nodes is None
+        self.exact_rows = max_exact_rows(self.budget, self.d) if levels else 0
+        if rows is None or rows > self.exact_rows:
+            self.exact_rows = 0
         self._gp: ExactGP | None = None
+        self._gp_scale = (0.0, 1.0)  # the exact GP's targets' mean and standard deviation
+        self.band_route = True  # a series may take band steps (until their limit is met)
+        self.later_starts: list[dict] = []  # the groups after the one being refined
 
     # -- rules and passes -------------------------------------------------------------------
     def _map(self, ranges: np.ndarray) -> GaussLegendreMap:
@@ -194,7 +200,7 @@ class Levels:
         self.width = np.maximum(ext.hi - ext.lo, 1e-12)
         if ext.sample is not None:
             self.xy = ext.sample.rows
-        self.n, self.st = st.n, st
+        self.n = st.n
         with timed(self.clock, "factor of G"), one_blas_thread():
             red = st.reduced()
         return enc, st, red, glf_spectral(fmap, self.s.ard)
@@ -372,11 +378,16 @@ class Levels:
         """Refine every group; the best final LML wins.  A group whose rule would exceed the
         budget is skipped (and reported) when another one fits; refused when none does."""
         results, refused = [], []
-        for i, g in enumerate(self._groups(starts)):
+        groups = self._groups(starts)
+        for i, g in enumerate(groups):
+            self.later_starts = [p for later in groups[i + 1 :] for p in later]
             try:
                 results.append(self._refine(g, i, [(r[3], r[2], r[1]) for r in results]))
             except UsageError as e:
                 refused.append(e)
+            if results and results[-1][0][-1]["kind"] == "exact":
+                break  # the exact GP started from the later groups' starts too
+        self.later_starts = []
         if not results:
             raise refused[0]
         if refused:
@@ -412,11 +423,17 @@ class Levels:
                     fmap = self._coarser_fit(ranges, before_prior)
                     before_prior = None
             except RuleTooLarge as e:
-                if self._exact_ready():
-                    return self._exact(thetas, group)
+                # the previous level's arrays are not kept alive through the exact fit
+                enc = st = red = spectral = state = None
+                out = self._exact(thetas, group, ranges) if self._exact_ready() else None
+                if out is not None:
+                    return out
                 raise self._too_large(e, "around the lengthscales the search reached") from None
             if self._exact_ready() and self._exact_cheaper(fmap, ranges):
-                return self._exact(thetas, group)
+                enc = st = red = spectral = state = None
+                out = self._exact(thetas, group, ranges)
+                if out is not None:
+                    return out
             where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
             box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
@@ -516,11 +533,16 @@ class Levels:
         return self.xy is not None and 1 < self.n == len(self.xy) <= self.exact_rows
 
     def _exact_gp(self) -> ExactGP:
-        """The exact GP of the rows the first pass kept (standardized targets), once."""
+        """The exact GP of the rows the first pass kept, once; its targets standardized by
+        their own mean and standard deviation, summed in the rows' hash order (the same
+        numbers for any chunking: a pass's sums are not)."""
         if self._gp is None:
-            mu, sd, _, _ = self.st.standardized()
+            y = self.xy[:, -1]
+            mu = float(y.mean())
+            sd = float(y.std()) or 1.0
             ard = self.n_ell > 1
-            self._gp = ExactGP(self.xy[:, :-1], (self.xy[:, -1] - mu) / sd, self.s.kernel, ard)
+            self._gp = ExactGP(self.xy[:, :-1], (y - mu) / sd, self.s.kernel, ard)
+            self._gp_scale = (mu, sd)
         return self._gp
 
     def _exact_cheaper(self, fmap: GaussLegendreMap, ranges: np.ndarray) -> bool:
@@ -553,22 +575,34 @@ class Levels:
             r = min(n, m)
         return exact < level(float(r))
 
-    def _exact(self, thetas: list[np.ndarray], group: int):
+    def _exact(self, thetas: list[np.ndarray], group: int, ranges: np.ndarray):
         """The exact GP on the rows the first pass kept, L-BFGS-B over the whole bounds from
-        ``thetas``: where a level's rule would need more features than the data has rows
-        (or more than the budget), one exact step costs less than one GLF step, and has no
-        quadrature error (rfcli.learn.gpr_exact).  The group's (state, LML, converged,
-        lengthscales), as :meth:`_refine`'s."""
+        ``thetas`` and the later groups' starts (which then stop: :meth:`_refine_all`),
+        where it costs less than the level on ``ranges`` or that level's rule is over the
+        budget (rfcli.learn.gpr_exact).  A series taken for its band steps stays within the
+        lengthscales whose steps are band steps (a dense step of many rows would cost more
+        than the levels); when its optimum sits at that limit the levels go on instead
+        (None, and no band route again).  The group's (state, LML, converged, lengthscales),
+        as :meth:`_refine`'s."""
         s = self.s
         gp = self._exact_gp()
-        box = [s.signal_bounds, *[tuple(b) for b in self.bounds], s.noise_bounds]
+        bounds = self.bounds.copy()
+        band = gp.d == 1 and self.band_route and gp.banded(float(ranges[:, 1].max()))
+        if band:
+            bounds[0, 1] = gp.band_limit(bounds[0, 0], bounds[0, 1])
+        box = [s.signal_bounds, *[tuple(b) for b in bounds], s.noise_bounds]
+        starts = thetas + [theta_of(p) for p in self.later_starts]
         title = f"GP L-BFGS-B (exact GP, {gp.n} rows)"
         with timed(self.clock, "exact GP"), one_blas_thread():
-            res, history = fit_hyperparameters(gp.lml_and_grad, box, thetas,
+            res, history = fit_hyperparameters(gp.lml_and_grad, box, starts,
                                                progress=self.progress, title=title)  # fmt: skip
         theta = res.x
         self.history += history
         ell = np.exp(theta[1 : 1 + self.n_ell])
+        if band and bounds[0, 1] < self.bounds[0, 1] and ell[0] >= bounds[0, 1] * 0.9999:
+            self.band_route = False
+            self.report.setdefault("band_limit_reached", []).append(float(bounds[0, 1]))
+            return None
         level = {
             "kind": "exact",
             "rows": gp.n,
@@ -580,7 +614,7 @@ class Levels:
             "iterations": int(sum(h["iterations"] for h in history)),
         }
         self.levels.append(level)
-        state = (None, self.st, None, gp, theta, self.history, level)
+        state = (None, None, None, gp, theta, self.history, level)
         return state, level["lml"], bool(res.success), ell
 
     def _tol_for_prior(self, ranges: np.ndarray, start: dict) -> float | None:
@@ -713,9 +747,12 @@ class Levels:
         if level["kind"] == "exact":  # spectral: the ExactGP; its map of the training rows
             self.report["exact_rows"] = level["rows"]
             with timed(self.clock, "exact GP posterior"), one_blas_thread():
-                fmap, *parts = spectral.model_parts(theta)
-            fit = Fit(self.base.encoder(fmap), st, None, spectral, theta, history, "exact",
-                      self.n_ell, [], exact_parts=tuple(parts))  # fmt: skip
+                fmap, weights, s2, lam, factor = spectral.model_parts(theta)
+            mu, sd = self._gp_scale
+            parts = {"weights": weights, "s2": s2, "lam": lam, "factor": factor, "mu": mu,
+                     "sd": sd, "lml": level["lml"], "rows": level["rows"]}  # fmt: skip
+            fit = Fit(self.base.encoder(fmap), None, None, spectral, theta, history, "exact",
+                      self.n_ell, [], exact_parts=parts)  # fmt: skip
             return fit, self.passes
         if "noise_to_signal" in level:
             self.report["kernel_error_data"] = level["kernel_error_data"]

@@ -117,9 +117,9 @@ class GPRSettings(Validated):
     max_levels : int, default=8
         Most levels of rules per group of starts.
     exact : bool, default=True
-        Fit the exact GP (its n x n kernel matrix) where a rule would need more features
-        than the data has rows, when the rows fit the memory budget (docs/gpr.md, Exact
-        GP); False: GLF rules throughout.
+        Fit the exact GP of the rows (its n x n kernel matrix; a band for one input) where
+        that costs less than a quadrature rule (small data, short lengthscales) and the rows
+        fit the memory budget (docs/gpr.md, Exact GP); False: GLF rules throughout.
     """
 
     features: str = "glf"  # glf | rff
@@ -144,7 +144,7 @@ class GPRSettings(Validated):
     scan_rows: int = 500  # rows of that sample the exact scan uses
     coarse_nodes: int = 512  # node budget of the coarse rule
     max_levels: int = 8
-    #: an exact GP where a rule would need more features than the data has rows
+    #: the exact GP of the rows where it costs less than a rule (docs/gpr.md, Exact GP)
     exact: bool = True
 
     _parameter_constraints = {
@@ -294,21 +294,23 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
     """The model (weight posterior, in y units) of what learning produced; completes
     ``report`` (its ``info``)."""
     st, red, spectral, theta = fit.st, fit.red, fit.spectral, fit.theta
-    mu, sd, _, _ = st.standardized()
-    with one_blas_thread():
-        if fit.kind == "exact":  # spectral: the ExactGP (rfcli.learn.gpr_exact)
-            lml, _ = spectral.lml_and_grad(theta, need_grad=False)
-            mean_w, s2, lam, (form, factor) = fit.exact_parts
-            var = {"cov_diag": np.zeros(len(mean_w)), "prior": sd * sd * s2}
-            if form == "band":  # the model solves with K's band factor
-                var.update(cov_band=factor, cov_scale=sd * s2)
-            else:
-                var["cov_factor"] = sd * factor
-            rank = st.n
+    if fit.kind == "exact":  # rfcli.learn.gpr_exact: the model of its parts
+        p = fit.exact_parts
+        mu, sd, lml, lam, n, rank = p["mu"], p["sd"], p["lml"], p["lam"], p["rows"], p["rows"]
+        var = {"cov_diag": np.zeros(len(p["weights"])), "prior": sd * sd * p["s2"]}
+        form, factor = p["factor"]
+        if form == "band":  # the model solves with K's band factor
+            var.update(cov_band=factor, cov_scale=sd * p["s2"])
         else:
+            factor *= sd  # s2 L^-1 in y units, in place (n x n)
+            var["cov_factor"] = factor
+        mean_w = p["weights"]
+    else:
+        mu, sd, _, _ = st.standardized()
+        with one_blas_thread():
             lml, _ = lml_and_grad(theta, red, spectral, need_grad=False)
             mean_w, (cov_d, cov_x), lam = posterior(theta, red, spectral)
-            var, rank = {"cov_diag": sd * sd * cov_d, "cov_factor": sd * cov_x}, red.r
+        var, n, rank = {"cov_diag": sd * sd * cov_d, "cov_factor": sd * cov_x}, st.n, red.r
     model = GPRModel(
         Targets("regression"), (sd * mean_w)[:, None], np.array([mu]), False,
         noise=sd * sd * lam, **var,
@@ -320,13 +322,13 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
     report.update(
         {
             "rank": rank,
-            "rows": st.n,
+            "rows": n,
             "features": fit.encoder.n_features,
             "signal_variance": float(np.exp(theta[0]) * sd * sd),
             "lengthscale": [float(v) for v in ell],
             "noise_variance": float(lam * sd * sd),
             # log marginal likelihood of the original (unstandardized) targets
-            "log_marginal_likelihood": float(lml - st.n * np.log(sd)),
+            "log_marginal_likelihood": float(lml - n * np.log(sd)),
             "iterations": int(iters),
             "learn_seconds": t_learn,
             # L-BFGS-B time per iteration (scans, rule design and eigenbases apart: "timing")
@@ -435,7 +437,8 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         sample_rows=s.sample_rows,
     )
     t = time.perf_counter()
-    pre, sample = fit_preprocessing_on(eng, source, sel, es, read, title="fitting (pass 1/2)")
+    pre, sample, n_rows = fit_preprocessing_on(eng, source, sel, es, read,
+                                               title="fitting (pass 1/2)")  # fmt: skip
     clock["pass"] += time.perf_counter() - t
     base = GPInputs(sel.features, pre)
     if s.lengthscale_bounds is not None:
@@ -446,8 +449,7 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
     report.update(lengthscale_bounds=bounds.tolist(), bounds_from=src)
 
     made = PassCount(1)  # data passes: the fitting pass, then these
-    first = next(iter_chunks(source, sel, 1, read.on_nan), None)  # row 0 (or the first kept)
-    shift = target_shift(float(first.label[0]) if first is not None else 0.0)
+    shift = target_shift(_first_label(source, sel, read.on_nan))
 
     def stats(enc: Encoder, what: str, fn=_gp_pass, args=(), inputs: bool = False):
         """One pass of ``fn`` over the raw rows through ``enc`` (``inputs``: batches carry
@@ -472,9 +474,17 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
     if s.features == "rff":
         fit, passes = fit_rff(stats, base, bounds, s, report, eng.progress)
     else:
-        fit, passes = Levels(stats, base, sample, bounds, s, report, clock,
+        fit, passes = Levels(stats, base, sample, bounds, s, report, clock, rows=n_rows,
                              progress=eng.progress, memory=eng.memory).run()  # fmt: skip
     return fit, 1 + passes
+
+
+def _first_label(source, sel, on_nan: str) -> float:
+    """The first kept row's target (row 0 unless ``on_nan=drop`` dropped it; nan: none)."""
+    for chunk in iter_chunks(source, sel, 256, on_nan):
+        if len(chunk.label):
+            return float(chunk.label[0])
+    return float("nan")
 
 
 def _iso(s: GPRSettings) -> np.ndarray:

@@ -2,11 +2,11 @@
 (docs/gpr.md, Exact GP; Rasmussen & Williams, "Gaussian Processes for Machine Learning",
 MIT Press 2006, Sections 2.2 and 5.4.1).
 
-GP regression takes this route where a Gauss-Legendre rule would need more features than
-the data has rows: its cost per likelihood step, O(m r^2) with r <= n the rank of the
-features' Gram matrix, then exceeds the exact GP's O(n^3), and the exact kernel has no
-quadrature error.  The parameters are those of the GLF learner (rfcli.learn.gpr),
-``theta = (log s2, log l..., log lambda)`` for standardized targets y:
+GP regression takes this route where it costs less than a Gauss-Legendre rule (small data,
+many features of full rank, short lengthscales of a series: rfcli.jobs.gpr_levels,
+Levels._exact_cheaper), and the exact kernel has no quadrature error.  The parameters are
+those of the GLF learner (rfcli.learn.gpr), ``theta = (log s2, log l..., log lambda)``
+for standardized targets y:
 
     K = s2 C(l) + lambda I,   C_ik = k(r_ik),  r_ik^2 = sum_j (x_ij - x_kj)^2 / l_j^2
     LML = -1/2 y'K^-1 y - 1/2 log|K| - n/2 log 2 pi
@@ -40,8 +40,9 @@ from rfcli.maps.exact import TrainingRowsMap, correlation, correlation_slope
 
 LOG2PI = np.log(2 * np.pi)
 #: n x n float64 arrays alive during a step besides the d squared-difference arrays
-#: (scaled distances, kernel, factor, inverse, slope, a temporary)
-EXACT_MATRICES = 6
+#: (scaled distances, kernel, factor, inverse, slope, the kernels' temporaries: measured
+#: with tracemalloc, Matern 5/2 peaks at 9 + d, the Gaussian at 7.3 + d)
+EXACT_MATRICES = 9
 #: the most rows the exact route takes, whatever the memory (one step at 16,384 rows is
 #: about 1.5e12 flops)
 EXACT_MAX_ROWS = 16_384
@@ -97,6 +98,19 @@ class ExactGP:
 
     def banded(self, ell: float) -> bool:
         return self.half_width(ell) * BAND_SHARE <= self.n
+
+    def band_limit(self, lo: float, hi: float) -> float:
+        """One input: the longest lengthscale in [lo, hi] whose step is a band step (the
+        half-width grows with the lengthscale), by bisection in log scale; lo when none."""
+        if self.banded(hi):
+            return hi
+        if not self.banded(lo):
+            return lo
+        a, b = np.log(lo), np.log(hi)
+        for _ in range(50):
+            mid = 0.5 * (a + b)
+            a, b = (mid, b) if self.banded(float(np.exp(mid))) else (a, mid)
+        return float(np.exp(a))
 
     def step_flops(self, ell: float) -> float:
         """About what one likelihood step costs at lengthscale ``ell``, in flops: 4/3 n^3

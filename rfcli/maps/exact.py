@@ -1,7 +1,7 @@
 """The exact GP's features: the kernel between a row and the training rows.
 
-GP regression fits the exact GP where a quadrature rule would need more features than the
-data has rows (docs/gpr.md, Exact GP).  Its predictive mean and variance are linear and
+GP regression fits the exact GP where it costs less than a quadrature rule (docs/gpr.md,
+Exact GP).  Its predictive mean and variance are linear and
 quadratic in ``c(x) = [k(x, z_1), ..., k(x, z_n)]``, the unit-variance kernel between x and
 the n training rows (Rasmussen & Williams, "Gaussian Processes for Machine Learning", MIT
 Press 2006, eq. 2.25-2.26), so the model is the GP model of rfcli.learn.gpr on these

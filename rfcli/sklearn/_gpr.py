@@ -52,9 +52,9 @@ class GLFRegressor(RegressorMixin, RFEstimator):
     lengthscale : float or None, default=None
         The fixed lengthscale when ``learn=False`` (default: the bounds' geometric mean).
     exact : bool, default=True
-        Fit the exact GP (its n x n kernel matrix) where a GLF rule would need more
-        features than the data has rows, when the rows fit ``memory`` (docs/gpr.md,
-        Exact GP): ``features_`` is then "exact".
+        Fit the exact GP of the rows (its n x n kernel matrix; a band for one input) where
+        that costs less than a GLF rule (small data, short lengthscales) and the rows fit
+        ``memory`` (docs/gpr.md, Exact GP): ``features_`` is then "exact".
     random_state : int, RandomState or None, default=0
 
     Attributes

@@ -168,3 +168,12 @@ def test_glf_regressor_gives_the_cli_model_and_its_refusals(tmp_path):
     assert r.exit_code != 0 and "of memory" in r.output and "--memory" in r.output
     with pytest.raises(UsageError, match="of memory"):
         GLFRegressor(memory=40 << 20, exact=False).fit(X, y)
+
+
+def test_exact_is_refused_where_no_levels_run(tmp_path):
+    for extra, where in ((["--no-learn"], "--learn without --nodes"),
+                         (["--nodes", "8"], "--learn without --nodes"),
+                         (["--gp-features", "rff"], "--gp-features glf")):  # fmt: skip
+        r = invoke("train", QUAKES_TR, "--model", "gpr", "--label", "y", "--no-exact", *extra,
+                   "-o", tmp_path / "x.npz")  # fmt: skip
+        assert r.exit_code == 2 and "--exact/--no-exact applies to " + where in r.output, r.output

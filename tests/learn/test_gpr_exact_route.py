@@ -216,3 +216,54 @@ def test_a_rough_series_takes_the_band_and_predicts_its_posterior(tmp_path):
     F = enc.features(T[:, None])
     np.testing.assert_allclose(model.predict(F), mean, rtol=1e-8, atol=1e-8 * sd)
     np.testing.assert_allclose(model.std(F), np.sqrt(var), rtol=1e-7)
+
+
+def test_the_exact_gps_targets_are_scaled_the_same_for_any_chunking(tmp_path):
+    """A coarse rule of fewer features than rows: that pass sums its rows (GPStats), whose
+    rounding depends on the chunks (so do the scans' starts, as for GLF levels); the exact
+    GP's targets are scaled from the kept rows in their hash order, the same numbers for any
+    chunking, and the models agree to the starts' rounding."""
+    rng = np.random.default_rng(5)
+    x = np.round(rng.uniform(size=400), 2)
+    y = np.sin(30 * x) + 0.1 * rng.normal(size=400)
+    path = write_parquet(tmp_path / "r.parquet", x=x, y=y)
+    models = []
+    for chunk in (29, 100_000):
+        res = train_gpr(str(path), None, GPRSettings(), ReadSettings(label="y", chunk_rows=chunk))
+        assert res.report["exact_rows"] == 400
+        assert res.report["levels"][0]["features"] < 400  # the coarse pass summed its rows
+        models.append(res.model)
+    assert models[0].b == models[1].b and models[0].prior > 0
+    np.testing.assert_allclose(models[0].W, models[1].W, rtol=1e-6)
+
+
+def test_a_band_fit_takes_no_dense_step_and_its_limit_is_the_last_band_lengthscale(
+    tmp_path, monkeypatch
+):
+    """A series taken for its band steps: L-BFGS-B's box ends where the band ends, so no
+    trial step lands on a dense step (at 16,384 rows one costs minutes)."""
+    rng = np.random.default_rng(6)
+    x = np.sort(rng.uniform(0, 300, 600))
+    y = np.sin(x) + np.sin(2.3 * x) + 0.2 * rng.normal(size=600)
+    gp = ExactGP(x[:, None], y, "gaussian", False)
+    top = gp.band_limit(1e-4, 10.0)
+    assert gp.banded(top) and not gp.banded(top * 1.01)
+    assert gp.band_limit(1e-4, top / 2) == top / 2
+
+    def dense(*a, **k):
+        raise AssertionError("a dense step")
+
+    monkeypatch.setattr(ExactGP, "_parts", dense)
+    path = write_parquet(tmp_path / "series.parquet", t=x, y=y)
+    rep = train_gpr(str(path), None, GPRSettings(), ReadSettings(label="y")).report
+    assert rep["exact_rows"] == 600
+
+
+def test_a_first_row_dropped_for_its_nan_is_no_crash(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 10, 300)
+    y = np.sin(x) + 0.1 * rng.normal(size=300)
+    x[::7] = np.nan  # row 0 among them
+    path = write_parquet(tmp_path / "nan.parquet", x=x, y=y)
+    rep = train_gpr(str(path), None, GPRSettings(), ReadSettings(label="y", on_nan="drop")).report
+    assert rep["rows"] == 300 - len(range(0, 300, 7))
