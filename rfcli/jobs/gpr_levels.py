@@ -51,7 +51,7 @@ from rfcli.learn.gpr import (
     lml_and_grad,
     max_gp_nodes,
 )
-from rfcli.learn.gpr_exact import ExactGP, max_exact_rows
+from rfcli.learn.gpr_exact import ExactGP, exact_memory_need, max_exact_rows
 from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, scan
 from rfcli.learn.tiles import weighted_gram
 from rfcli.maps import glf_rules
@@ -158,6 +158,8 @@ class Levels:
         self._gp_scale = (0.0, 1.0)  # the exact GP's targets' mean and standard deviation
         self.band_route = True  # a series may take band steps (until their limit is met)
         self.later_starts: list[dict] = []  # the groups after the one being refined
+        self.later_done = False  # whether the exact GP started from all of them
+        self.held = 0  # bytes of the finished groups' statistics
 
     # -- rules and passes -------------------------------------------------------------------
     def _map(self, ranges: np.ndarray) -> GaussLegendreMap:
@@ -385,8 +387,11 @@ class Levels:
                 results.append(self._refine(g, i, [(r[3], r[2], r[1]) for r in results]))
             except UsageError as e:
                 refused.append(e)
-            if results and results[-1][0][-1]["kind"] == "exact":
-                break  # the exact GP started from the later groups' starts too
+            # a finished group's statistics stay alive (its model may win): the exact GP of
+            # a later group fits beside them
+            self.held = sum(array_bytes(r[0][1:3]) for r in results)
+            if results and results[-1][0][-1]["kind"] == "exact" and self.later_done:
+                break  # the exact GP started from every later group's starts too
         self.later_starts = []
         if not results:
             raise refused[0]
@@ -425,9 +430,10 @@ class Levels:
             except RuleTooLarge as e:
                 # the previous level's arrays are not kept alive through the exact fit
                 enc = st = red = spectral = state = None
-                out = self._exact(thetas, group, ranges) if self._exact_ready() else None
-                if out is not None:
-                    return out
+                if self._exact_ready():
+                    # no rule fits: past a series' band limit, the dense exact GP
+                    out = self._exact(thetas, group, ranges)
+                    return out if out is not None else self._exact(thetas, group, ranges)
                 raise self._too_large(e, "around the lengthscales the search reached") from None
             if self._exact_ready() and self._exact_cheaper(fmap, ranges):
                 enc = st = red = spectral = state = None
@@ -529,8 +535,11 @@ class Levels:
             ranges, thetas = nxt, [np.exp(theta)]
 
     def _exact_ready(self) -> bool:
-        """Whether the first pass kept every row (at most ``exact_rows``) for an exact GP."""
-        return self.xy is not None and 1 < self.n == len(self.xy) <= self.exact_rows
+        """Whether the first pass kept every row (at most ``exact_rows``) for an exact GP,
+        and its matrices fit the budget beside the finished groups' statistics."""
+        if self.xy is None or not 1 < self.n == len(self.xy) <= self.exact_rows:
+            return False
+        return exact_memory_need(self.n, self.d) + self.held <= self.budget
 
     def _exact_gp(self) -> ExactGP:
         """The exact GP of the rows the first pass kept, once; its targets standardized by
@@ -558,7 +567,8 @@ class Levels:
         the rank stops short of the sample's size (smooth features of clustered inputs:
         ggplot2::diamonds' 5,018 features have rank 478 on 3,000 rows), else min(n, m)."""
         n, m = float(self.n), float(fmap.n_features)
-        exact = EXACT_STEP_RATIO * self._exact_gp().step_flops(float(ranges[:, 1].max()))
+        ell_top = float(ranges[:, 1].max())
+        exact = EXACT_STEP_RATIO * self._exact_gp().step_flops(ell_top, band=self.band_route)
 
         def level(r: float) -> float:
             fixed = n * n * m + 2 * n * r * m if m > n else n * m * m
@@ -591,18 +601,22 @@ class Levels:
         if band:
             bounds[0, 1] = gp.band_limit(bounds[0, 0], bounds[0, 1])
         box = [s.signal_bounds, *[tuple(b) for b in bounds], s.noise_bounds]
-        starts = thetas + [theta_of(p) for p in self.later_starts]
+        # the later groups' starts within these bounds (a start beyond a band's limit
+        # leaves its group to be refined on its own)
+        later = [p for p in self.later_starts if np.all(np.asarray(p["ell"]) <= bounds[:, 1])]
+        starts = thetas + [theta_of(p) for p in later]
         title = f"GP L-BFGS-B (exact GP, {gp.n} rows)"
         with timed(self.clock, "exact GP"), one_blas_thread():
             res, history = fit_hyperparameters(gp.lml_and_grad, box, starts,
                                                progress=self.progress, title=title)  # fmt: skip
         theta = res.x
-        self.history += history
         ell = np.exp(theta[1 : 1 + self.n_ell])
         if band and bounds[0, 1] < self.bounds[0, 1] and ell[0] >= bounds[0, 1] * 0.9999:
             self.band_route = False
             self.report.setdefault("band_limit_reached", []).append(float(bounds[0, 1]))
             return None
+        self.history += history
+        self.later_done = len(later) == len(self.later_starts)
         level = {
             "kind": "exact",
             "rows": gp.n,
@@ -759,6 +773,26 @@ class Levels:
             self.report["kernel_tol"] = level["kernel_tol"]
         fit = Fit(enc, st, red, spectral, theta, history, "glf", self.n_ell, [])
         return fit, self.passes
+
+
+def array_bytes(obj, depth: int = 4, seen: set | None = None) -> int:
+    """Bytes of the NumPy arrays reachable from ``obj`` (its attributes, tuples, lists and
+    dicts, ``depth`` levels down), each array once."""
+    seen = set() if seen is None else seen
+    if isinstance(obj, np.ndarray):
+        if id(obj) in seen:
+            return 0
+        seen.add(id(obj))
+        return obj.nbytes
+    if depth == 0 or obj is None or isinstance(obj, (str, bytes, int, float)):
+        return 0
+    if isinstance(obj, dict):
+        items = obj.values()
+    elif isinstance(obj, (list, tuple)):
+        items = obj
+    else:
+        items = getattr(obj, "__dict__", {}).values()
+    return sum(array_bytes(v, depth - 1, seen) for v in items)
 
 
 def spectral_norm(E: np.ndarray) -> float:

@@ -112,12 +112,13 @@ class ExactGP:
             a, b = (mid, b) if self.banded(float(np.exp(mid))) else (a, mid)
         return float(np.exp(a))
 
-    def step_flops(self, ell: float) -> float:
+    def step_flops(self, ell: float, band: bool = True) -> float:
         """About what one likelihood step costs at lengthscale ``ell``, in flops: 4/3 n^3
         dense (the factor and the inverse) and the kernel's elementwise work, 2 n b^2 in a
-        band of half-width b plus the recurrence's per-row overhead."""
+        band of half-width b plus the recurrence's per-row overhead (``band=False``: the
+        dense step's)."""
         n = float(self.n)
-        if self.d == 1 and self.banded(ell):
+        if band and self.d == 1 and self.banded(ell):
             return n * (2.0 * self.half_width(ell) ** 2 + BAND_ROW_FLOPS)
         return 4.0 / 3.0 * n**3 + ENTRY_FLOPS * n * n
 

@@ -267,3 +267,47 @@ def test_a_first_row_dropped_for_its_nan_is_no_crash(tmp_path):
     path = write_parquet(tmp_path / "nan.parquet", x=x, y=y)
     rep = train_gpr(str(path), None, GPRSettings(), ReadSettings(label="y", on_nan="drop")).report
     assert rep["rows"] == 300 - len(range(0, 300, 7))
+
+
+def test_past_a_series_band_limit_the_dense_exact_gp_not_a_refusal(monkeypatch):
+    """A series whose rule is over the budget and whose optimum sits at the band's limit: the
+    dense exact GP over the whole bounds (the rows fit), not a refusal; the band route is
+    then off, and the cost of later exact fits is the dense step's."""
+    import types
+
+    import rfcli.jobs.gpr_levels as L
+    from rfcli.maps.glf_rules import RuleTooLarge
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    x = np.sort(rng.uniform(0, 300, n))
+    y = np.sin(x) + 0.1 * rng.normal(size=n)
+    from rfcli.jobs.gpr_learn import GPInputs
+    from rfcli.learn.gpr_exact import ENTRY_FLOPS
+
+    lv = L.Levels(None, GPInputs(["x"], None), x[:, None], np.array([[0.01, 100.0]]),
+                  GPRSettings(), {}, {}, rows=n, memory=1 << 34)  # fmt: skip
+    lv.xy, lv.n = np.column_stack([x, y]), n  # what the first pass keeps
+    gp = lv._exact_gp()
+    cap = gp.band_limit(0.01, 100.0)
+    assert 0.01 < cap < 100.0
+    boxes = []
+
+    def at_the_top(objective, box, starts, progress=None, title=""):
+        boxes.append(box[1])  # the lengthscale's bounds; the optimum at their top
+        theta = np.log([1.0, box[1][1], 0.01])
+        return types.SimpleNamespace(x=theta, success=True, fun=0.0), [{"iterations": 1}]
+
+    def too_large(self, ranges):
+        raise RuleTooLarge("too many nodes", 10**6, [1], [1.0])
+
+    monkeypatch.setattr(L, "fit_hyperparameters", at_the_top)
+    monkeypatch.setattr(L.Levels, "_map", too_large)
+    monkeypatch.setattr(L.Levels, "_tol_for_prior", lambda self, r, p: None)
+    start = {"ell": np.array([0.05]), "log_s2": 0.0, "log_lam": np.log(0.01)}
+    state, _, _, ell = lv._refine([start], 0, [])
+    assert state[-1]["kind"] == "exact" and ell[0] == pytest.approx(100.0)
+    assert [b[1] for b in boxes] == [pytest.approx(cap), 100.0] and not lv.band_route
+    assert lv.report["band_limit_reached"] == [pytest.approx(cap)]
+    dense = 4 / 3 * n**3 + ENTRY_FLOPS * n * n
+    assert gp.step_flops(0.05) < dense == gp.step_flops(0.05, band=False)
