@@ -155,7 +155,6 @@ class Levels:
         if rows is None or rows > self.exact_rows:
             self.exact_rows = 0
         self._gp: ExactGP | None = None
-        self._gp_scale = (0.0, 1.0)  # the exact GP's targets' mean and standard deviation
         self.band_route = True  # a series may take band steps (until their limit is met)
         self.later_starts: list[dict] = []  # the groups after the one being refined
         self.later_done = False  # whether the exact GP started from all of them
@@ -389,7 +388,8 @@ class Levels:
                 refused.append(e)
             # a finished group's statistics stay alive (its model may win): the exact GP of
             # a later group fits beside them
-            self.held = sum(array_bytes(r[0][1:3]) for r in results)
+            kept = [r[0][1:3] for r in results if r[0][1] is not None]  # (GPStats, Reduced)
+            self.held = sum(st.nbytes + red.nbytes for st, red in kept)
             if results and results[-1][0][-1]["kind"] == "exact" and self.later_done:
                 break  # the exact GP started from every later group's starts too
         self.later_starts = []
@@ -546,12 +546,8 @@ class Levels:
         their own mean and standard deviation, summed in the rows' hash order (the same
         numbers for any chunking: a pass's sums are not)."""
         if self._gp is None:
-            y = self.xy[:, -1]
-            mu = float(y.mean())
-            sd = float(y.std()) or 1.0
             ard = self.n_ell > 1
-            self._gp = ExactGP(self.xy[:, :-1], (y - mu) / sd, self.s.kernel, ard)
-            self._gp_scale = (mu, sd)
+            self._gp = ExactGP.of_targets(self.xy[:, :-1], self.xy[:, -1], self.s.kernel, ard)
         return self._gp
 
     def _exact_cheaper(self, fmap: GaussLegendreMap, ranges: np.ndarray) -> bool:
@@ -597,7 +593,7 @@ class Levels:
         s = self.s
         gp = self._exact_gp()
         bounds = self.bounds.copy()
-        band = gp.d == 1 and self.band_route and gp.banded(float(ranges[:, 1].max()))
+        band = self.band_route and gp.banded(float(ranges[:, 1].max()))
         if band:
             bounds[0, 1] = gp.band_limit(bounds[0, 0], bounds[0, 1])
         box = [s.signal_bounds, *[tuple(b) for b in bounds], s.noise_bounds]
@@ -762,9 +758,9 @@ class Levels:
             self.report["exact_rows"] = level["rows"]
             with timed(self.clock, "exact GP posterior"), one_blas_thread():
                 fmap, weights, s2, lam, factor = spectral.model_parts(theta)
-            mu, sd = self._gp_scale
-            parts = {"weights": weights, "s2": s2, "lam": lam, "factor": factor, "mu": mu,
-                     "sd": sd, "lml": level["lml"], "rows": level["rows"]}  # fmt: skip
+            parts = {"weights": weights, "s2": s2, "lam": lam, "factor": factor,
+                     "mu": spectral.mu, "sd": spectral.sd, "lml": level["lml"],
+                     "rows": level["rows"]}  # fmt: skip
             fit = Fit(self.base.encoder(fmap), None, None, spectral, theta, history, "exact",
                       self.n_ell, [], exact_parts=parts)  # fmt: skip
             return fit, self.passes
@@ -773,26 +769,6 @@ class Levels:
             self.report["kernel_tol"] = level["kernel_tol"]
         fit = Fit(enc, st, red, spectral, theta, history, "glf", self.n_ell, [])
         return fit, self.passes
-
-
-def array_bytes(obj, depth: int = 4, seen: set | None = None) -> int:
-    """Bytes of the NumPy arrays reachable from ``obj`` (its attributes, tuples, lists and
-    dicts, ``depth`` levels down), each array once."""
-    seen = set() if seen is None else seen
-    if isinstance(obj, np.ndarray):
-        if id(obj) in seen:
-            return 0
-        seen.add(id(obj))
-        return obj.nbytes
-    if depth == 0 or obj is None or isinstance(obj, (str, bytes, int, float)):
-        return 0
-    if isinstance(obj, dict):
-        items = obj.values()
-    elif isinstance(obj, (list, tuple)):
-        items = obj
-    else:
-        items = getattr(obj, "__dict__", {}).values()
-    return sum(array_bytes(v, depth - 1, seen) for v in items)
 
 
 def spectral_norm(E: np.ndarray) -> float:

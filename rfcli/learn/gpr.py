@@ -86,6 +86,13 @@ class GPStats:
         self.n += len(y)
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of the statistics' arrays: the kept rows, or the sums."""
+        if self.blocks is not None:
+            return sum(V.nbytes + y.nbytes for V, y in self.blocks)
+        return self.sums.S.nbytes
+
+    @property
     def G(self) -> np.ndarray | None:
         """``V'V`` (symmetric) of the sum form; None while the rows are kept."""
         return None if self.sums is None else self.sums.gram()
@@ -219,6 +226,11 @@ class Reduced:
         self.zz = float(self.z @ self.z)
         self.yty, self.n, self.r = float(yty), int(n), int(len(self.z))
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the factor P and z."""
+        return self.P.nbytes + self.z.nbytes
+
     @classmethod
     def from_rows(cls, V: np.ndarray, y: np.ndarray, rel_tol: float = 1e-12) -> Reduced:
         """The same kind of factor from the rows (V n x m, n <= m, standardized y), through
@@ -231,22 +243,12 @@ class Reduced:
         (dgeqp3, half of it matrix-vector work) took 63 s for 2,000 rows of 18,712 features
         (docs/gpr.md)."""
         import scipy.linalg as sla
-        from scipy.linalg.lapack import dpstrf
 
         V = np.asarray(V, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         n, m = V.shape
         out = cls.__new__(cls)
-        r = 0
-        if n and m:
-            W = row_gram(V)
-            # the threshold of the sums' rule: the largest diagonal entry of G = V'V
-            top = float(np.max(column_sq_norms(V)))
-            if top > 0:
-                L, piv, rank, info = dpstrf(W, lower=1, tol=rel_tol * top)
-                if info < 0:  # pragma: no cover - bad arguments
-                    raise np.linalg.LinAlgError(f"dpstrf: argument {-info}")
-                r = int(rank)
+        L, piv, r = _rows_pivoted_cholesky(V, rel_tol)
         if r == 0:
             out.P, out.z = np.zeros((0, m)), np.zeros(0)
             resid = y
@@ -262,22 +264,27 @@ class Reduced:
         return out
 
 
-def feature_rank(V: np.ndarray, rel_tol: float = 1e-12) -> int:
-    """The numerical rank of rows' features V (k x m) by :class:`Reduced`'s rule: pivoted
-    Cholesky of the rows' Gram matrix, stopped below ``rel_tol`` x the largest squared
-    column norm."""
+def _rows_pivoted_cholesky(V: np.ndarray, rel_tol: float):
+    """Cholesky with complete pivoting of the rows' Gram matrix ``V V'`` (dpstrf), stopped
+    at :class:`Reduced`'s threshold (``rel_tol`` x the largest diagonal entry of ``G = V'V``,
+    the largest squared column norm): (factor, pivots, rank); rank 0 (and None, None) for
+    features without signal."""
     from scipy.linalg.lapack import dpstrf
 
-    V = np.asarray(V, dtype=np.float64)
     if not V.size:
-        return 0
+        return None, None, 0
     top = float(np.max(column_sq_norms(V)))
     if not top > 0:
-        return 0
-    _, _, rank, info = dpstrf(row_gram(V), lower=1, tol=rel_tol * top)
+        return None, None, 0
+    L, piv, rank, info = dpstrf(row_gram(V), lower=1, tol=rel_tol * top)
     if info < 0:  # pragma: no cover - bad arguments
         raise np.linalg.LinAlgError(f"dpstrf: argument {-info}")
-    return int(rank)
+    return L, piv, int(rank)
+
+
+def feature_rank(V: np.ndarray, rel_tol: float = 1e-12) -> int:
+    """The numerical rank of rows' features V (k x m) by :class:`Reduced`'s rule."""
+    return _rows_pivoted_cholesky(np.asarray(V, dtype=np.float64), rel_tol)[2]
 
 
 #: m x m float64 matrices a GP fit holds at its peak besides one statistics copy per engine
@@ -464,7 +471,9 @@ class GPRModel(LinearModel):
         """Sigma_w (m x m, y units)."""
         if self.cov is not None:
             return self.cov
-        X = self._factor_product(np.eye(len(self.cov_diag))).T
+        X = self.cov_factor
+        if self.cov_band is not None:
+            X = self._factor_product(np.eye(len(self.cov_diag))).T
         return np.diag(self.cov_diag) - X.T @ X
 
     def std(self, F: np.ndarray) -> np.ndarray:

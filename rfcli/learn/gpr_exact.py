@@ -76,10 +76,22 @@ class ExactGP:
             order = np.argsort(X[:, 0], kind="stable")
             X, y = X[order], y[order]
         self.X, self.y = X, y
+        self.mu, self.sd = 0.0, 1.0  # the targets' scale (of_targets): y = (raw - mu) / sd
         self.kernel, self.ard = kernel, bool(ard)
         self.n, self.d = self.X.shape
         self._D2: list[np.ndarray] | None = None
         self.r_cut = _cut_radius(kernel) if self.d == 1 else np.inf
+
+    @classmethod
+    def of_targets(cls, X: np.ndarray, y: np.ndarray, kernel: str, ard: bool) -> ExactGP:
+        """The exact GP of raw targets ``y``, standardized by their own mean and standard
+        deviation (``mu``, ``sd``; summed in the rows' order)."""
+        y = np.asarray(y, dtype=np.float64)
+        mu = float(y.mean())
+        sd = float(y.std()) or 1.0
+        gp = cls(X, (y - mu) / sd, kernel, ard)
+        gp.mu, gp.sd = mu, sd
+        return gp
 
     @property
     def D2(self) -> list[np.ndarray]:
@@ -96,8 +108,16 @@ class ExactGP:
         reach = np.searchsorted(x, x + self.r_cut * ell, side="right") - 1
         return int((reach - np.arange(self.n)).max())
 
+    def band_width(self, ell: float) -> int | None:
+        """One input: the band's half-width at lengthscale ``ell`` when a step there is a
+        band step (at most n / BAND_SHARE), else None."""
+        if self.d != 1:
+            return None
+        b = self.half_width(ell)
+        return b if b * BAND_SHARE <= self.n else None
+
     def banded(self, ell: float) -> bool:
-        return self.half_width(ell) * BAND_SHARE <= self.n
+        return self.band_width(ell) is not None
 
     def band_limit(self, lo: float, hi: float) -> float:
         """One input: the longest lengthscale in [lo, hi] whose step is a band step (the
@@ -118,8 +138,9 @@ class ExactGP:
         band of half-width b plus the recurrence's per-row overhead (``band=False``: the
         dense step's)."""
         n = float(self.n)
-        if band and self.d == 1 and self.banded(ell):
-            return n * (2.0 * self.half_width(ell) ** 2 + BAND_ROW_FLOPS)
+        b = self.band_width(ell) if band else None
+        if b is not None:
+            return n * (2.0 * b**2 + BAND_ROW_FLOPS)
         return 4.0 / 3.0 * n**3 + ENTRY_FLOPS * n * n
 
     def _parts(self, theta):
@@ -139,8 +160,9 @@ class ExactGP:
         import scipy.linalg as sla  # where it computes: a model's predictions need no scipy
 
         theta = np.asarray(theta, dtype=np.float64)
-        if self.d == 1 and self.banded(float(np.exp(theta[1]))):
-            return self._band_lml_and_grad(theta, need_grad)
+        b = self.band_width(float(np.exp(theta[1])))
+        if b is not None:
+            return self._band_lml_and_grad(theta, b, need_grad)
         try:
             s2, lam, ell, R2, C, L = self._parts(theta)
         except np.linalg.LinAlgError:
@@ -168,13 +190,13 @@ class ExactGP:
                 g[1 + j] = 0.5 * s2 / (lj * lj) * np.vdot(W, D2)
         return lml, g
 
-    def _band(self, theta):
-        """One input: the band diagonals t = 0..b of r^2 and C, and K's band factor."""
+    def _band(self, theta, b: int):
+        """One input: the band diagonals t = 0..b of r^2 and C (``b``: the half-width at
+        theta's lengthscale), and K's band factor."""
         from scipy.linalg import cholesky_banded
 
         s2, lam, ell = np.exp(theta[0]), np.exp(theta[-1]), float(np.exp(theta[1]))
         x, n = self.X[:, 0] / ell, self.n
-        b = self.half_width(ell)
         R2 = [np.square(x[t:] - x[: n - t]) for t in range(b + 1)]
         C = [correlation(self.kernel, r2) for r2 in R2]
         ab = np.zeros((b + 1, n))
@@ -183,14 +205,14 @@ class ExactGP:
         ab[0] += lam
         return s2, lam, ell, R2, C, cholesky_banded(ab, lower=True, check_finite=False)
 
-    def _band_lml_and_grad(self, theta: np.ndarray, need_grad: bool):
+    def _band_lml_and_grad(self, theta: np.ndarray, b: int, need_grad: bool):
         from scipy.linalg import cho_solve_banded
 
         try:
-            s2, lam, ell, R2, C, cb = self._band(theta)
+            s2, lam, ell, R2, C, cb = self._band(theta, b)
         except np.linalg.LinAlgError:
             return -np.inf, np.zeros_like(theta)
-        n, b = self.n, len(C) - 1
+        n = self.n
         alpha = cho_solve_banded((cb, True), self.y, check_finite=False)
         lml = -0.5 * self.y @ alpha - np.log(cb[0]).sum() - 0.5 * n * LOG2PI
         if not need_grad:
@@ -214,8 +236,9 @@ class ExactGP:
         import scipy.linalg as sla
 
         theta = np.asarray(theta, dtype=np.float64)
-        if self.d == 1 and self.banded(float(np.exp(theta[1]))):
-            s2, lam, ell, _, _, cb = self._band(theta)
+        b = self.band_width(float(np.exp(theta[1])))
+        if b is not None:
+            s2, lam, ell, _, _, cb = self._band(theta, b)
             alpha = sla.cho_solve_banded((cb, True), self.y, check_finite=False)
             factor, ell = ("band", cb), np.array([ell])
         else:

@@ -9,7 +9,7 @@ features.  The map keeps the (preprocessed) training rows, the kernel and its le
 lengthscales: nothing is drawn.
 
 Kernels of the scaled distance ``r^2 = sum_j (x_j - z_j)^2 / l_j^2``: Gaussian
-``exp(-r^2 / 2)``; Matern-nu for nu = 1/2, 3/2, 5/2 in closed form (rfcli.maps.fourier.matern).
+``exp(-r^2 / 2)``; Matern-nu for nu = 1/2, 3/2, 5/2 (rfcli.maps.fourier.matern).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 from rfcli.errors import ConfigError, UsageError
 from rfcli.maps.base import MAPS, FeatureMap
+from rfcli.maps.fourier import MATERN_NU, matern
 from rfcli.names import GP_KERNELS
 
 _SQRT3, _SQRT5 = np.sqrt(3.0), np.sqrt(5.0)
@@ -42,15 +43,8 @@ def correlation(kernel: str, R2: np.ndarray) -> np.ndarray:
     """The unit-variance kernel at scaled squared distances ``R2``."""
     if kernel == "gaussian":
         return np.exp(-0.5 * R2)
-    r = np.sqrt(R2)
-    if kernel == "matern12":
-        return np.exp(-r)
-    if kernel == "matern32":
-        t = _SQRT3 * r
-        return (1.0 + t) * np.exp(-t)
-    if kernel == "matern52":
-        t = _SQRT5 * r
-        return (1.0 + t + t * t / 3.0) * np.exp(-t)
+    if kernel in MATERN_NU:
+        return matern(np.sqrt(R2), MATERN_NU[kernel], 1.0)
     raise UsageError(f"exact GP kernel must be one of {', '.join(GP_KERNELS)}, got {kernel!r}")
 
 

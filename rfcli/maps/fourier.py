@@ -220,10 +220,8 @@ class FourierMap(FeatureMap):
 
 
 def matern(r: np.ndarray, nu: float, lengthscale: float) -> np.ndarray:
-    """Matern kernel value at distance r (closed forms for nu = 1/2, 3/2, 5/2)."""
-    from scipy.special import gamma as gamma_fn
-    from scipy.special import kv
-
+    """Matern kernel value at distance r (closed forms for nu = 1/2, 3/2, 5/2; SciPy's Bessel
+    function for any other nu)."""
     s = np.asarray(r, dtype=np.float64) / lengthscale
     if nu == 0.5:
         return np.exp(-s)
@@ -233,5 +231,8 @@ def matern(r: np.ndarray, nu: float, lengthscale: float) -> np.ndarray:
     if nu == 2.5:
         t = np.sqrt(5.0) * s
         return (1.0 + t + t * t / 3.0) * np.exp(-t)
+    from scipy.special import gamma as gamma_fn  # lazily: the closed forms need no SciPy
+    from scipy.special import kv
+
     t = np.sqrt(2.0 * nu) * np.maximum(s, 1e-300)
     return np.where(s == 0, 1.0, 2.0 ** (1 - nu) / gamma_fn(nu) * t**nu * kv(nu, t))
