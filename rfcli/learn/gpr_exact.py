@@ -3,8 +3,8 @@
 MIT Press 2006, Sections 2.2 and 5.4.1).
 
 GP regression takes this route where it costs less than a Gauss-Legendre rule (small data,
-many features of full rank, short lengthscales of a series: rfcli.jobs.gpr_levels,
-Levels._exact_cheaper), and the exact kernel has no quadrature error.  The parameters are
+many features of full rank, short lengthscales of a series: rfcli.jobs.gpr_exact_route,
+ExactRoute._exact_cheaper), and the exact kernel has no quadrature error.  The parameters are
 those of the GLF learner (rfcli.learn.gpr), ``theta = (log s2, log l..., log lambda)``
 for standardized targets y:
 

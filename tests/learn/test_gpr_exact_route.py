@@ -275,6 +275,7 @@ def test_past_a_series_band_limit_the_dense_exact_gp_not_a_refusal(monkeypatch):
     then off, and the cost of later exact fits is the dense step's."""
     import types
 
+    import rfcli.jobs.gpr_exact_route as R
     import rfcli.jobs.gpr_levels as L
     from rfcli.maps.glf_rules import RuleTooLarge
 
@@ -301,7 +302,7 @@ def test_past_a_series_band_limit_the_dense_exact_gp_not_a_refusal(monkeypatch):
     def too_large(self, ranges):
         raise RuleTooLarge("too many nodes", 10**6, [1], [1.0])
 
-    monkeypatch.setattr(L, "fit_hyperparameters", at_the_top)
+    monkeypatch.setattr(R, "fit_hyperparameters", at_the_top)
     monkeypatch.setattr(L.Levels, "_map", too_large)
     monkeypatch.setattr(L.Levels, "_tol_for_prior", lambda self, r, p: None)
     start = {"ell": np.array([0.05]), "log_s2": 0.0, "log_lam": np.log(0.01)}

@@ -1,0 +1,153 @@
+"""The exact GP route of GP regression's levels (docs/gpr.md, Exact GP): before each level's
+pass, whether the exact GP of the rows the first pass kept costs less than the level's rule
+(:meth:`ExactRoute._exact_cheaper`), and the exact fit itself (:meth:`ExactRoute._exact`;
+the numerics: rfcli.learn.gpr_exact).  :class:`ExactRoute` is a part of
+:class:`rfcli.jobs.gpr_levels.Levels`, which it reads: ``s`` (GPRSettings), ``bounds``,
+``n_ell``, ``d``, ``budget``, ``xy`` and ``n`` (the first pass's rows), ``report``,
+``clock``, ``progress``, ``history``, ``levels``, ``base``, ``passes``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rfcli.jobs.gpr_learn import Fit, theta_of, timed
+from rfcli.learn.gpr import feature_rank, fit_hyperparameters
+from rfcli.learn.gpr_exact import ExactGP, exact_memory_need, max_exact_rows
+from rfcli.threads import one_blas_thread
+
+if TYPE_CHECKING:
+    from rfcli.maps.gauss_legendre import GaussLegendreMap
+
+#: the exact GP against a level (Levels._exact_cheaper): a sample rank of at least RANK_FULL
+#: x its most is taken as still growing with the rows; a level's pass and LEVEL_FLOPS (its
+#: rule design and kernel error checks, about 0.5 s) are spread over LEVEL_STEPS likelihood
+#: steps; the exact GP takes EXACT_STEP_RATIO x as many (the whole bounds).  Calibrated on
+#: the development set (docs/gpr-report.md): ames' level of 8,686 features (rank 543 on
+#: 2,051 rows) took 3.2 s where the exact GP took 5 s
+RANK_FULL, LEVEL_STEPS, LEVEL_FLOPS, EXACT_STEP_RATIO = 0.9, 10, 2e10, 1.5
+
+
+class ExactRoute:
+    """The exact GP route of :class:`rfcli.jobs.gpr_levels.Levels` (module docstring)."""
+
+    def _init_exact_route(self, rows: int | None) -> None:
+        """``rows``: the fitting pass's row count.  The first pass keeps every row when there
+        are at most as many as an exact GP holds in the budget (levels only: not with a
+        fixed lengthscale or a rule given by hand)."""
+        s = self.s
+        levels = s.exact and s.learn and s.nodes is None
+        self.exact_rows = max_exact_rows(self.budget, self.d) if levels else 0
+        if rows is None or rows > self.exact_rows:
+            self.exact_rows = 0
+        self._gp: ExactGP | None = None
+        self.band_route = True  # a series may take band steps (until their limit is met)
+        self.later_starts: list[dict] = []  # the groups after the one being refined
+        self.later_done = False  # whether the exact GP started from all of them
+        self.held = 0  # bytes of the finished groups' statistics
+
+    def _exact_ready(self) -> bool:
+        """Whether the first pass kept every row (at most ``exact_rows``) for an exact GP,
+        and its matrices fit the budget beside the finished groups' statistics."""
+        if self.xy is None or not 1 < self.n == len(self.xy) <= self.exact_rows:
+            return False
+        return exact_memory_need(self.n, self.d) + self.held <= self.budget
+
+    def _exact_gp(self) -> ExactGP:
+        """The exact GP of the rows the first pass kept, once; its targets standardized by
+        their own mean and standard deviation, summed in the rows' hash order (the same
+        numbers for any chunking: a pass's sums are not)."""
+        if self._gp is None:
+            ard = self.n_ell > 1
+            self._gp = ExactGP.of_targets(self.xy[:, :-1], self.xy[:, -1], self.s.kernel, ard)
+        return self._gp
+
+    def _exact_cheaper(self, fmap: GaussLegendreMap, ranges: np.ndarray) -> bool:
+        """Whether exact GP steps cost less than a level on ``fmap``'s m features, in flops
+        per step.  Exact (:meth:`ExactGP.step_flops`, at the range's longest lengthscale):
+        about 4/3 n^3 dense, O(n b^2) for one input in a band of half-width b; times
+        EXACT_STEP_RATIO, as its L-BFGS-B runs over the whole bounds.  A level: about
+        2 r^2 m per step (A = P D P' and the gradient's product, r the features' rank on the
+        data), and, shared by LEVEL_STEPS steps, its pass (n m^2; with more features than
+        rows their Gram matrix and basis, n^2 m + 2 n r m) and LEVEL_FLOPS for its rule
+        design and kernel error checks.  r is estimated on the row sample only when the
+        bounds r <= min(n, m) do not decide: its rank there when the sample is every row or
+        the rank stops short of the sample's size (smooth features of clustered inputs:
+        ggplot2::diamonds' 5,018 features have rank 478 on 3,000 rows), else min(n, m)."""
+        n, m = float(self.n), float(fmap.n_features)
+        ell_top = float(ranges[:, 1].max())
+        exact = EXACT_STEP_RATIO * self._exact_gp().step_flops(ell_top, band=self.band_route)
+
+        def level(r: float) -> float:
+            fixed = n * n * m + 2 * n * r * m if m > n else n * m * m
+            return 2 * r * r * m + (fixed + LEVEL_FLOPS) / LEVEL_STEPS
+
+        if exact < level(0.0):
+            return True
+        if exact >= level(min(n, m)):
+            return False
+        X = self.xy[: self.s.sample_rows, :-1]
+        with timed(self.clock, "rank on the sample"), one_blas_thread():
+            r = feature_rank(fmap.transform(X))
+        if len(X) < n and r >= RANK_FULL * min(len(X), m):
+            r = min(n, m)
+        return exact < level(float(r))
+
+    def _exact(self, thetas: list[np.ndarray], group: int, ranges: np.ndarray):
+        """The exact GP on the rows the first pass kept, L-BFGS-B over the whole bounds from
+        ``thetas`` and the later groups' starts (which then stop: :meth:`_refine_all`),
+        where it costs less than the level on ``ranges`` or that level's rule is over the
+        budget (rfcli.learn.gpr_exact).  A series taken for its band steps stays within the
+        lengthscales whose steps are band steps (a dense step of many rows would cost more
+        than the levels); when its optimum sits at that limit the levels go on instead
+        (None, and no band route again).  The group's (state, LML, converged, lengthscales),
+        as :meth:`_refine`'s."""
+        s = self.s
+        gp = self._exact_gp()
+        bounds = self.bounds.copy()
+        band = self.band_route and gp.banded(float(ranges[:, 1].max()))
+        if band:
+            bounds[0, 1] = gp.band_limit(bounds[0, 0], bounds[0, 1])
+        box = [s.signal_bounds, *[tuple(b) for b in bounds], s.noise_bounds]
+        # the later groups' starts within these bounds (a start beyond a band's limit
+        # leaves its group to be refined on its own)
+        later = [p for p in self.later_starts if np.all(np.asarray(p["ell"]) <= bounds[:, 1])]
+        starts = thetas + [theta_of(p) for p in later]
+        title = f"GP L-BFGS-B (exact GP, {gp.n} rows)"
+        with timed(self.clock, "exact GP"), one_blas_thread():
+            res, history = fit_hyperparameters(gp.lml_and_grad, box, starts,
+                                               progress=self.progress, title=title)  # fmt: skip
+        theta = res.x
+        ell = np.exp(theta[1 : 1 + self.n_ell])
+        if band and bounds[0, 1] < self.bounds[0, 1] and ell[0] >= bounds[0, 1] * 0.9999:
+            self.band_route = False
+            self.report.setdefault("band_limit_reached", []).append(float(bounds[0, 1]))
+            return None
+        self.history += history
+        self.later_done = len(later) == len(self.later_starts)
+        level = {
+            "kind": "exact",
+            "rows": gp.n,
+            "group": group,
+            "lengthscale_range": self.bounds.tolist(),
+            "lengthscale": [float(v) for v in ell],
+            "noise_to_signal": float(np.exp(theta[-1] - theta[0])),
+            "lml": float(-res.fun),
+            "iterations": int(sum(h["iterations"] for h in history)),
+        }
+        self.levels.append(level)
+        state = (None, None, None, gp, theta, self.history, level)
+        return state, level["lml"], bool(res.success), ell
+
+    def _exact_fit(self, gp, theta, history, level) -> Fit:
+        """What learning produced on the exact route: the map of the training rows and the
+        model's parts at ``theta`` (rfcli.learn.gpr_exact.ExactGP.model_parts)."""
+        self.report["exact_rows"] = level["rows"]
+        with timed(self.clock, "exact GP posterior"), one_blas_thread():
+            fmap, weights, s2, lam, factor = gp.model_parts(theta)
+        parts = {"weights": weights, "s2": s2, "lam": lam, "factor": factor, "mu": gp.mu,
+                 "sd": gp.sd, "lml": level["lml"], "rows": level["rows"]}  # fmt: skip
+        return Fit(self.base.encoder(fmap), None, None, gp, theta, history, "exact",
+                   self.n_ell, [], exact_parts=parts)  # fmt: skip
