@@ -424,6 +424,9 @@ class Levels(ExactRoute):
                 if out is not None:
                     return out
             where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"
+            # the previous level's arrays go before this level's pass makes its own: peak
+            # memory holds one level, and the new arrays get the pages just freed
+            enc = st = red = spectral = state = None
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
             box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
             with timed(self.clock, "L-BFGS-B"), one_blas_thread():

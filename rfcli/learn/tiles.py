@@ -56,22 +56,15 @@ def weighted_gram(B: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-def row_gram(V: np.ndarray) -> np.ndarray:
-    """``V V'`` (n x n) by row tiles: each tile pair ``V_I V_J'`` (J <= I) computed once, the
-    upper triangle mirrored from the lower."""
-    n = V.shape[0]
-    W = np.empty((n, n))
-    spans = _spans(n, ROW_TILE)
-    pairs = [(i, j) for i in range(len(spans)) for j in range(i + 1)]
+def rows_product(V: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``V B'`` (n x k) by row tiles of V (each row of the result from one product)."""
+    out = np.empty((V.shape[0], B.shape[0]))
 
-    def part(ij: tuple[int, int]) -> None:
-        a, b = spans[ij[0]], spans[ij[1]]
-        W[a, b] = V[a] @ V[b].T
-        if ij[0] != ij[1]:
-            W[b, a] = W[a, b].T
+    def part(t: slice) -> None:
+        out[t] = V[t] @ B.T
 
-    _run(part, pairs)
-    return W
+    _run(part, _spans(V.shape[0], ROW_TILE))
+    return out
 
 
 def add_upper_gram(S: np.ndarray, A: np.ndarray) -> None:

@@ -1,0 +1,56 @@
+"""The rows' pivoted Cholesky factor (rfcli.learn.gpr._rows_pivoted_cholesky): formed by
+blocks of candidate pivots, it must leave every residual diagonal of W = V V' at most the
+threshold, span V's rows as LAPACK's one-shot factor does, and keep about its rank."""
+
+import numpy as np
+import pytest
+from scipy.linalg.lapack import dpstrf
+
+from rfcli.learn import gpr
+from rfcli.threads import tile_threads
+
+
+def _smooth_features(n: int, nodes: int, seed: int) -> np.ndarray:
+    """GLF-like features (cos, sin of 2-D inputs, spectral weights) of rows that each come
+    twice (a candidate block meets its duplicates), of numerical rank well below n and m."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n // 2, 2))
+    X = np.vstack([X, X[: n - len(X)]])  # every row twice
+    H = rng.normal(0, 3.0, (nodes, 2))
+    w = np.exp(-0.05 * (H**2).sum(1))
+    w /= w.sum()
+    Z = X @ H.T
+    return np.hstack([np.cos(Z) * np.sqrt(w), np.sin(Z) * np.sqrt(w)])
+
+
+@pytest.mark.parametrize("rel_tol", [1e-12, 1e-8])
+def test_the_rows_factor_leaves_every_residual_at_most_the_threshold(rel_tol):
+    V = _smooth_features(700, 300, 5)
+    tol = rel_tol * (V * V).sum(0).max()
+    F, r = gpr._rows_pivoted_cholesky(V, rel_tol)
+    assert r > 2 * gpr.PIVOT_BLOCK  # several blocks of candidates
+    W = V @ V.T
+    resid = np.diag(W) - (F * F).sum(1)
+    assert resid.max() <= tol * (1 + 1e-6)
+    assert resid.min() >= -1e-10  # no growth: rounding stays at rounding's size
+    # the rows' span: V off the span of F's columns carries at most the residuals' sum
+    Q = np.linalg.qr(F)[0]
+    off = V - Q @ (Q.T @ V)
+    assert (off * off).sum() <= 1.01 * max(resid.clip(0).sum(), len(V) * 1e-30) + 1e-20
+    # LAPACK's one-shot factor of the whole W (complete pivoting): about the same rank
+    _, _, r_lapack, _ = dpstrf(W, lower=1, tol=tol)
+    assert r_lapack <= r <= 1.05 * r_lapack + 3
+
+
+def test_the_rows_factor_is_the_same_on_any_number_of_threads():
+    V = _smooth_features(600, 250, 6)
+    with tile_threads(1):
+        F1, _ = gpr._rows_pivoted_cholesky(V, 1e-12)
+    with tile_threads(3):
+        F3, _ = gpr._rows_pivoted_cholesky(V, 1e-12)
+    assert np.array_equal(F1, F3)
+
+
+def test_features_without_signal_have_rank_zero():
+    assert gpr._rows_pivoted_cholesky(np.zeros((5, 8)), 1e-12) == (None, 0)
+    assert gpr.feature_rank(np.zeros((0, 8))) == 0
