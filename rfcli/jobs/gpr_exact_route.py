@@ -90,7 +90,7 @@ class ExactRoute:
             return False
         X = self.xy[: self.s.sample_rows, :-1]
         with timed(self.clock, "rank on the sample"), one_blas_thread():
-            r = feature_rank(fmap.transform(X))
+            r = feature_rank(self._sample_features(fmap))
         if len(X) < n and r >= RANK_FULL * min(len(X), m):
             r = min(n, m)
         return exact < level(float(r))
@@ -105,6 +105,7 @@ class ExactRoute:
         (None, and no band route again).  The group's (state, LML, converged, lengthscales),
         as :meth:`_refine`'s."""
         s = self.s
+        self._sample_map = self._sample_F = None  # not kept through the exact fit
         gp = self._exact_gp()
         bounds = self.bounds.copy()
         band = self.band_route and gp.banded(float(ranges[:, 1].max()))
