@@ -2,7 +2,8 @@
 KRR against Ridge, model selection against GridSearchCV (bench/speed.py), the trig-free
 quantization, and memory as the rows grow.
 
-    python bench/benchmarks.py [--quick] [--only machine,startup,encode,krr,select,trigfree,scale]
+    python bench/benchmarks.py [--quick] [--keep-coretype]
+        [--only machine,startup,encode,krr,select,trigfree,scale]
 
 Every comparison is a ratio measured in the same run on the same machine (times are the
 best of a few repetitions; peak memory is each process's own VmHWM, in a fresh
@@ -292,17 +293,20 @@ def _foreign_sections(ours: list[str]) -> list[str]:
 
 
 def main():
-    if os.environ.get("OPENBLAS_CORETYPE"):
+    if os.environ.get("OPENBLAS_CORETYPE") and "--keep-coretype" not in sys.argv:
         # the machine as it is: the AVX-512 sections measure OpenBLAS's own choice of
         # kernels (the AVX-512-off section sets its own coretype for its processes), and
         # OpenBLAS reads the variable once, when this process loads it
         env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
         print("bench: OPENBLAS_CORETYPE unset for the run (was "
-              f"{os.environ['OPENBLAS_CORETYPE']})", file=sys.stderr)  # fmt: skip
-        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+              f"{os.environ['OPENBLAS_CORETYPE']}; --keep-coretype keeps it)",
+              file=sys.stderr)  # fmt: skip
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="machine,startup,encode,krr,select,trigfree,scale")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    ap.add_argument("--keep-coretype", action="store_true",
+                    help="keep OPENBLAS_CORETYPE (a CPU OpenBLAS misdetects)")  # fmt: skip
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     # rfcli's bytecode, as an installed package has it (pip compiles at install; an

@@ -244,14 +244,21 @@ def at_once(blocks, fmap, q, bits: int, cores: int, reps: int) -> list[float]:
 
     W, tau = fmap.W_, fmap.tau_
 
+    errors: list[BaseException] = []
+
     def work(part):
-        z = np.empty((len(part[0]), W.shape[1]), dtype=np.float32)
-        with one_blas_thread():
-            for b in part:
-                zb = np.matmul(b, W, out=z[: len(b)])
-                np.add(zb, tau, out=zb)
-                codes = q._phase_coder.codes(zb, fmap.phase_bound(b))
-                q._row_norms(codes, pack_codes(codes, bits))
+        try:
+            z = np.empty((len(part[0]), W.shape[1]), dtype=np.float32)
+            with one_blas_thread():
+                for b in part:
+                    zb = np.matmul(b, W, out=z[: len(b)])
+                    np.add(zb, tau, out=zb)
+                    codes = q._phase_coder.codes(zb, fmap.phase_bound(b))
+                    q._row_norms(codes, pack_codes(codes, bits))
+        except BaseException as e:  # re-raised by run(): a failed thread is no timing
+            errors.append(e)
+
+    cores = max(1, min(cores, len(blocks)))
 
     def run():
         threads = [threading.Thread(target=work, args=(blocks[i::cores],)) for i in range(cores)]
@@ -260,6 +267,8 @@ def at_once(blocks, fmap, q, bits: int, cores: int, reps: int) -> list[float]:
             th.start()
         for th in threads:
             th.join()
+        if errors:
+            raise errors[0]
         return time.perf_counter() - t0
 
     run()  # each thread's arrays and BLAS state warmed once

@@ -223,10 +223,15 @@ def floor_doc(e) -> list[str]:
             f"BLAS thread, nothing shared: the encode's workers without its reading, writing "
             f"and hand-offs), the per-block steps took {at['least']:.3f} s (least) / "
             f"{at['median']:.3f} s (median) against {one:.3f} s on one core: the cores "
-            f"delivered {one / at['least']:.2f}x one core, not {cores}x, for this work.  That "
-            f"is not a floor (the encode's own runs came within it: its median against the "
-            f"threads' median and the rest of the floor is {within:.0%}), but it bounds what "
-            f"the sum / {cores} floor can expect of these cores."
+            f"delivered {one / at['least']:.2f}x one core for this work, where the floor "
+            f"counts {cores}x.  With those times in place of the sum / {cores}, the encode's "
+            f"median would be at {within:.0%} of the floor's medians"
+            + (
+                " (more than the whole: the threads at once are no floor either)"
+                if within > 1
+                else ""
+            )  # fmt: skip
+            + "."
         )
     if "cosine" in fl:
         L[-1] += (

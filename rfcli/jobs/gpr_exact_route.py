@@ -71,7 +71,8 @@ class ExactRoute:
         EXACT_STEP_RATIO, as its L-BFGS-B runs over the whole bounds.  A level: about
         2 r^2 m per step (A = P D P' and the gradient's product, r the features' rank on the
         data), and, shared by LEVEL_STEPS steps, its pass (n m^2; with more features than
-        rows their Gram matrix and basis, n^2 m + 2 n r m) and LEVEL_FLOPS for its rule
+        rows the rows' factor by blocks, 2 n m c for c = min(2 r, n) candidate columns, and
+        the basis, 2 n r m: rfcli.learn.gpr._rows_pivoted_cholesky) and LEVEL_FLOPS for its rule
         design and kernel error checks.  r is estimated on the row sample only when the
         bounds r <= min(n, m) do not decide: its rank there when the sample is every row or
         the rank stops short of the sample's size (smooth features of clustered inputs:
@@ -81,7 +82,7 @@ class ExactRoute:
         exact = EXACT_STEP_RATIO * self._exact_gp().step_flops(ell_top, band=self.band_route)
 
         def level(r: float) -> float:
-            fixed = n * n * m + 2 * n * r * m if m > n else n * m * m
+            fixed = 2 * n * m * (min(2 * r, n) + r) if m > n else n * m * m
             return 2 * r * r * m + (fixed + LEVEL_FLOPS) / LEVEL_STEPS
 
         if exact < level(0.0):

@@ -429,6 +429,8 @@ class Levels(ExactRoute):
             # the previous level's arrays go before this level's pass makes its own: peak
             # memory holds one level, and the new arrays get the pages just freed
             enc = st = red = spectral = state = None
+            if self._sample_map is not fmap:  # another map's sample features: not kept
+                self._sample_map = self._sample_F = None
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
             box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
             with timed(self.clock, "L-BFGS-B"), one_blas_thread():

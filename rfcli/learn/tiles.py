@@ -67,6 +67,15 @@ def rows_product(V: np.ndarray, B: np.ndarray) -> np.ndarray:
     return out
 
 
+def gram_columns(V: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``V V_S'`` (n x k) for the rows S of V, ``rows`` at a time of ROW_TILE (each a copy of
+    at most ROW_TILE rows of V) by :func:`rows_product`."""
+    out = np.empty((V.shape[0], len(rows)))
+    for t in _spans(len(rows), ROW_TILE):
+        out[:, t] = rows_product(V, V[rows[t]])
+    return out
+
+
 def add_upper_gram(S: np.ndarray, A: np.ndarray) -> None:
     """``S += A'A`` on and above the diagonal (S's upper triangle; parts below it get sums
     too) through NumPy's products, which release the GIL, where SciPy's syrk wrapper holds

@@ -24,6 +24,7 @@ def _all(P, V, w, Linv):
         "weighted": tiles.weighted_gram(P, w),
         "plain": tiles.weighted_gram(P),
         "rows": tiles.rows_product(V, V[:70]),
+        "columns": tiles.gram_columns(V, np.arange(1100)[::-2]),  # 550 rows: two tiles
         "left": tiles.left_product(V[:, :40], V),
         "norms": tiles.column_sq_norms(V),
         "inverse": tiles.inverse_sq_column_norms(Linv, P),
@@ -55,6 +56,8 @@ def test_tiled_products_compute_what_they_stand_for(mats):
     np.testing.assert_allclose(out["weighted"], (P * w) @ P.T, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(out["plain"], P @ P.T, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(out["rows"], V @ V[:70].T, rtol=1e-12, atol=1e-10)
+    idx = np.arange(1100)[::-2]
+    np.testing.assert_allclose(out["columns"], V @ V[idx].T, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(out["left"], V[:, :40].T @ V, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(out["norms"], (V * V).sum(0), rtol=1e-12)
     np.testing.assert_allclose(out["inverse"], ((Linv @ P) ** 2).sum(0), rtol=1e-12)
