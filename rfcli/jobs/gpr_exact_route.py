@@ -4,7 +4,8 @@ pass, whether the exact GP of the rows the first pass kept costs less than the l
 the numerics: rfcli.learn.gpr_exact).  :class:`ExactRoute` is a part of
 :class:`rfcli.jobs.gpr_levels.Levels`, which it reads: ``s`` (GPRSettings), ``bounds``,
 ``n_ell``, ``d``, ``budget``, ``xy`` and ``n`` (the first pass's rows), ``report``,
-``clock``, ``progress``, ``history``, ``levels``, ``base``, ``passes``.
+``clock``, ``progress``, ``history``, ``levels``, ``base``, ``passes``, and the row
+sample's features (``_sample_inputs``, ``_sample_features``, ``_keep_sample_features``).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ class ExactRoute:
         2 r^2 m per step (A = P D P' and the gradient's product, r the features' rank on the
         data), and, shared by LEVEL_STEPS steps, its pass (n m^2; with more features than
         rows the rows' factor by blocks, 2 n m c for c = min(2 r, n) candidate columns, and
-        the basis, 2 n r m: rfcli.learn.gpr._rows_pivoted_cholesky) and LEVEL_FLOPS for its rule
-        design and kernel error checks.  r is estimated on the row sample only when the
+        the basis, 2 n r m: rfcli.learn.gpr._rows_pivoted_cholesky) and LEVEL_FLOPS for its
+        rule design and kernel error checks.  r is estimated on the row sample only when the
         bounds r <= min(n, m) do not decide: its rank there when the sample is every row or
         the rank stops short of the sample's size (smooth features of clustered inputs:
         ggplot2::diamonds' 5,018 features have rank 478 on 3,000 rows), else min(n, m)."""
@@ -89,10 +90,10 @@ class ExactRoute:
             return True
         if exact >= level(min(n, m)):
             return False
-        X = self.xy[: self.s.sample_rows, :-1]
+        k = len(self._sample_inputs)
         with timed(self.clock, "rank on the sample"), one_blas_thread():
             r = feature_rank(self._sample_features(fmap))
-        if len(X) < n and r >= RANK_FULL * min(len(X), m):
+        if k < n and r >= RANK_FULL * min(k, m):
             r = min(n, m)
         return exact < level(float(r))
 
@@ -106,7 +107,7 @@ class ExactRoute:
         (None, and no band route again).  The group's (state, LML, converged, lengthscales),
         as :meth:`_refine`'s."""
         s = self.s
-        self._sample_map = self._sample_F = None  # not kept through the exact fit
+        self._keep_sample_features(None)  # not kept through the exact fit
         gp = self._exact_gp()
         bounds = self.bounds.copy()
         band = self.band_route and gp.banded(float(ranges[:, 1].max()))

@@ -429,8 +429,7 @@ class Levels(ExactRoute):
             # the previous level's arrays go before this level's pass makes its own: peak
             # memory holds one level, and the new arrays get the pages just freed
             enc = st = red = spectral = state = None
-            if self._sample_map is not fmap:  # another map's sample features: not kept
-                self._sample_map = self._sample_F = None
+            self._keep_sample_features(fmap)  # another map's are not kept through the pass
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
             box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
             with timed(self.clock, "L-BFGS-B"), one_blas_thread():
@@ -636,7 +635,7 @@ class Levels(ExactRoute):
         ``(n / k) ||K~_k - K_k||_2`` on the k rows of the row sample (the spectral norm of an
         n x n matrix of a bounded kernel function grows as n times that of its operator on
         the data's distribution, which the sample's matrix / k estimates)."""
-        X = self.xy[: self.s.sample_rows, :-1]
+        X = self._sample_inputs
         with timed(self.clock, "kernel error on the data"), one_blas_thread():
             F = self._sample_features(fmap)
             E = weighted_gram(F, fmap.weights(ell))
@@ -650,10 +649,20 @@ class Levels(ExactRoute):
         check and its kernel error after learning transform the sample once (1,000 rows of
         13,570 features are 108 MB)."""
         if self._sample_map is not fmap:
-            self._sample_map = self._sample_F = None  # the previous map's go first
-            self._sample_F = fmap.transform(self.xy[: self.s.sample_rows, :-1])
+            self._keep_sample_features(None)  # the previous map's go first
+            self._sample_F = fmap.transform(self._sample_inputs)
             self._sample_map = fmap
         return self._sample_F
+
+    def _keep_sample_features(self, fmap: GaussLegendreMap | None) -> None:
+        """Drop :meth:`_sample_features`' kept features unless they are ``fmap``'s."""
+        if self._sample_map is not fmap or fmap is None:
+            self._sample_map = self._sample_F = None
+
+    @property
+    def _sample_inputs(self) -> np.ndarray:
+        """The preprocessed inputs of the row sample's first ``sample_rows`` rows."""
+        return self.xy[: self.s.sample_rows, :-1]
 
     def _done(self, enc, st, red, spectral, theta, history, level=None):
         level = level or self.levels[-1]

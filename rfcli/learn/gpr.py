@@ -297,9 +297,6 @@ def _rows_pivoted_cholesky(V: np.ndarray, rel_tol: float):
     on; where the rank comes near n that costs more than forming W (2,000 rows of 4,000
     rough features, rank 1,413: 0.8 s against 0.3-0.5 s), a case the GP's cost model
     usually sends to the exact GP instead (rfcli.jobs.gpr_exact_route)."""
-    from scipy.linalg import solve_triangular
-    from scipy.linalg.lapack import dpstrf
-
     n, m = V.shape
     if not V.size:
         return None, 0
@@ -325,20 +322,32 @@ def _rows_pivoted_cholesky(V: np.ndarray, rel_tol: float):
         R = rows_product(V, V[cand])  # W's columns of the candidates
         if r:
             R -= rows_product(F[:, :r], F[cand, :r])  # their residual
-        U, piv, rank, info = dpstrf(R[cand], lower=1, tol=block_tol)
-        if info < 0:  # pragma: no cover - bad arguments
-            raise np.linalg.LinAlgError(f"dpstrf: argument {-info}")
-        if not rank or block_tol == tol:
+        pivots, new = _pivot_block(R, cand, block_tol)
+        if not len(pivots) or block_tol == tol:
             done[cand] = True  # pivots, or at most the threshold
-        if rank:
-            take = piv[:rank] - 1
-            done[cand[take]] = True
-            Lb = np.tril(U[:rank, :rank])
-            new = solve_triangular(Lb, R[:, take].T, lower=True, check_finite=False).T
-            new[cand[take]] = Lb  # the pivots' rows as the block's factor has them
+        if len(pivots):
+            done[pivots] = True
             F, r = _append_columns(F, r, new)
             d -= np.einsum("ij,ij->i", new, new)
     return (F[:, :r], r) if r else (None, 0)
+
+
+def _pivot_block(R: np.ndarray, cand: np.ndarray, tol: float):
+    """Cholesky with complete pivoting (dpstrf) of the candidates' residual block
+    ``R[cand]`` down to ``tol``: (the rows taken as pivots, in order; the factor's new
+    columns, the residual columns ``R`` (n x len(cand)) through the block's triangular
+    factor, the pivots' rows as that factor has them)."""
+    from scipy.linalg import solve_triangular
+    from scipy.linalg.lapack import dpstrf
+
+    U, piv, rank, info = dpstrf(R[cand], lower=1, tol=tol)
+    if info < 0:  # pragma: no cover - bad arguments
+        raise np.linalg.LinAlgError(f"dpstrf: argument {-info}")
+    take = piv[:rank] - 1
+    Lb = np.tril(U[:rank, :rank])
+    new = solve_triangular(Lb, R[:, take].T, lower=True, check_finite=False).T
+    new[cand[take]] = Lb
+    return cand[take], new
 
 
 def _append_columns(F: np.ndarray, r: int, new: np.ndarray) -> tuple[np.ndarray, int]:
@@ -355,21 +364,12 @@ def _finish_factor(V, F, r, d, done, tol):
     """The rest of :func:`_rows_pivoted_cholesky`'s factor at once: W = V V' by row tiles,
     the remaining rows' residual ``W_SS - F_S F_S'`` factored by dpstrf with complete
     pivoting down to the threshold, the new columns of F from their residual columns."""
-    from scipy.linalg import solve_triangular
-    from scipy.linalg.lapack import dpstrf
-
     rest = np.flatnonzero(~done & (d > tol))
     R = gram_columns(V, rest)  # W's columns of the remaining rows
     if r:
         R -= rows_product(F[:, :r], F[rest, :r])
-    U, piv, rank, info = dpstrf(R[rest], lower=1, tol=tol)
-    if info < 0:  # pragma: no cover - bad arguments
-        raise np.linalg.LinAlgError(f"dpstrf: argument {-info}")
-    if rank:
-        take = piv[:rank] - 1
-        Lb = np.tril(U[:rank, :rank])
-        new = solve_triangular(Lb, R[:, take].T, lower=True, check_finite=False).T
-        new[rest[take]] = Lb
+    pivots, new = _pivot_block(R, rest, tol)
+    if len(pivots):
         F, r = _append_columns(F, r, new)
     return (F[:, :r], r) if r else (None, 0)
 
