@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rfcli.jobs.gpr_learn import Fit, theta_of, timed
-from rfcli.learn.gpr import feature_rank, fit_hyperparameters
+from rfcli.learn.gpr import fit_hyperparameters
 from rfcli.learn.gpr_exact import ExactGP, exact_memory_need, max_exact_rows
+from rfcli.learn.gpr_factor import feature_rank
 from rfcli.threads import one_blas_thread
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class ExactRoute:
         2 r^2 m per step (A = P D P' and the gradient's product, r the features' rank on the
         data), and, shared by LEVEL_STEPS steps, its pass (n m^2; with more features than
         rows the rows' factor by blocks, 2 n m c for c = min(2 r, n) candidate columns, and
-        the basis, 2 n r m: rfcli.learn.gpr._rows_pivoted_cholesky) and LEVEL_FLOPS for its
+        the basis, 2 n r m: rfcli.learn.gpr_factor) and LEVEL_FLOPS for its
         rule design and kernel error checks.  r is estimated on the row sample only when the
         bounds r <= min(n, m) do not decide: its rank there when the sample is every row or
         the rank stops short of the sample's size (smooth features of clustered inputs:

@@ -1,4 +1,4 @@
-"""The rows' pivoted Cholesky factor (rfcli.learn.gpr._rows_pivoted_cholesky): formed by
+"""The rows' pivoted Cholesky factor (rfcli.learn.gpr_factor.rows_pivoted_cholesky): formed by
 blocks of candidate pivots, it must leave every residual diagonal of W = V V' at most the
 threshold, span V's rows as LAPACK's one-shot factor does, and keep about its rank."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.linalg.lapack import dpstrf
 
-from rfcli.learn import gpr
+from rfcli.learn import gpr_factor as gf
 from rfcli.threads import tile_threads
 
 
@@ -26,11 +26,11 @@ def _smooth_features(n: int, nodes: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("finish", [0.5, 0.05])  # blocks to the end; the rest at once
 @pytest.mark.parametrize("rel_tol", [1e-12, 1e-8])
 def test_the_rows_factor_leaves_every_residual_at_most_the_threshold(rel_tol, finish, monkeypatch):
-    monkeypatch.setattr(gpr, "PIVOT_FINISH", finish)
+    monkeypatch.setattr(gf, "PIVOT_FINISH", finish)
     V = _smooth_features(700, 300, 5)
     tol = rel_tol * (V * V).sum(0).max()
-    F, r = gpr._rows_pivoted_cholesky(V, rel_tol)
-    assert r > 2 * gpr.PIVOT_BLOCK  # several blocks of candidates
+    F, r = gf.rows_pivoted_cholesky(V, rel_tol)
+    assert r > 2 * gf.PIVOT_BLOCK  # several blocks of candidates
     W = V @ V.T
     resid = np.diag(W) - (F * F).sum(1)
     assert resid.max() <= tol * (1 + 1e-6)
@@ -47,15 +47,15 @@ def test_the_rows_factor_leaves_every_residual_at_most_the_threshold(rel_tol, fi
 def test_the_rows_factor_is_the_same_on_any_number_of_threads():
     V = _smooth_features(600, 250, 6)
     with tile_threads(1):
-        F1, _ = gpr._rows_pivoted_cholesky(V, 1e-12)
+        F1, _ = gf.rows_pivoted_cholesky(V, 1e-12)
     with tile_threads(3):
-        F3, _ = gpr._rows_pivoted_cholesky(V, 1e-12)
+        F3, _ = gf.rows_pivoted_cholesky(V, 1e-12)
     assert np.array_equal(F1, F3)
 
 
 def test_features_without_signal_have_rank_zero():
-    assert gpr._rows_pivoted_cholesky(np.zeros((5, 8)), 1e-12) == (None, 0)
-    assert gpr.feature_rank(np.zeros((0, 8))) == 0
+    assert gf.rows_pivoted_cholesky(np.zeros((5, 8)), 1e-12) == (None, 0)
+    assert gf.feature_rank(np.zeros((0, 8))) == 0
 
 
 def test_a_rules_sample_features_are_made_once_and_not_kept_through_another_rules_pass(
