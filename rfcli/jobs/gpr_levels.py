@@ -52,7 +52,7 @@ from rfcli.learn.gpr import (
     lml_and_grad,
     max_gp_nodes,
 )
-from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, scan
+from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, polish, scan
 from rfcli.learn.tiles import weighted_gram
 from rfcli.maps import glf_rules
 from rfcli.maps.gauss_legendre import GaussLegendreMap
@@ -321,15 +321,16 @@ class Levels(ExactRoute):
             return None
         mu, sd, _, _ = st.standardized()
         X, y = xy[:, :-1], (xy[:, -1] - mu) / sd
+        evaluate = exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds)
+        grids = scan_grids(self.bounds)
         with timed(self.clock, "sample scan"), one_blas_thread():
-            pts = scan(
-                exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds),
-                scan_grids(self.bounds),
-                sweeps=1,
-                progress=self.progress,
-                title=f"GP scan (exact GP on {len(xy)} sample rows)",
-            )
-        best = max(pts, key=lambda p: p["lml"])
+            pts = scan(evaluate, grids, sweeps=1, progress=self.progress,
+                       title=f"GP scan (exact GP on {len(xy)} sample rows)")  # fmt: skip
+            # the grid's best point, a factor 1.47 (1.78 with ARD) from the next, moved to
+            # the sample's maximum between them: it centres the first level's rule
+            # (ggplot2::diamonds: grid point 4.18, polished 3.58, optimum on all rows 3.05;
+            # one level of 3,155 nodes where the grid point took two, 2,509 then 2,675)
+            best = polish(evaluate, pts, grids)
         self.sample_best = np.asarray(best["ell"], dtype=float)
         lo, hi = ranges[:, 0] * 0.9999, ranges[:, 1] * 1.0001
         inside = [p for p in pts if np.all((p["ell"] >= lo) & (p["ell"] <= hi))]

@@ -32,10 +32,13 @@ from rfcli.learn.gpr import (
 from rfcli.learn.gpr_search import (
     HI_FACTOR,
     data_bounds,
+    eig_projection,
     exact_profile,
     glf_profile,
     lengthscale_grid,
+    polish,
     profile,
+    scan,
 )
 from rfcli.learn.model_file import load_model
 from rfcli.maps import glf_rules as G
@@ -228,6 +231,82 @@ def test_glf_profile_equals_the_glf_lml():
         glf_objective(red, sp), [(1e-3, 1e3), (0.4, 0.4), (0.9, 0.9), (1e-6, 10)], [np.exp(theta)]
     )
     assert -res.fun <= lml + 1e-6 * abs(lml)
+
+
+def test_eig_projection_gives_eighs_eigenvalues_and_profile():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 1, (300, 2))
+    y = rng.normal(size=300)
+    A = rng.normal(size=(40, 40))
+    cases = [
+        G.stationary_kernel("gaussian", X, X, 0.3),  # smooth: many eigenvalues near 0
+        A @ A.T,
+        np.diag(np.r_[np.ones(20), 2 * np.ones(20)]),  # repeated eigenvalues
+        A[:1, :1] ** 2,
+        (A @ A.T)[:2, :2],
+        (A @ A.T)[:3, :3],
+    ]
+    for M in cases:
+        v = y[: len(M)]
+        mu, z = eig_projection(M, v)
+        ref, U = np.linalg.eigh(M)
+        scale = np.abs(ref).max()
+        assert np.allclose(mu, ref, rtol=0, atol=1e-12 * scale)
+        # what the LML uses: sums of z^2 weighted by a function of the eigenvalue
+        for a, b in ((1.0, 1e-3), (0.1, 1.0)):
+            w = 1 / (a * np.maximum(ref, 0) / scale + b)
+            assert np.sum(z**2 * w) == pytest.approx(np.sum((U.T @ v) ** 2 * w), rel=1e-10)
+        assert np.sum(z**2) == pytest.approx(np.sum(v**2), rel=1e-12)
+
+
+def test_polish_moves_the_best_grid_point_to_the_maximum_between_its_neighbours():
+    # a concave quadratic in log lengthscale (per coordinate): one parabolic step lands on
+    # its maximum exactly; the grid's best point is a grid step away from it
+    top = np.array([0.37, 2.2])
+
+    def evaluate(ell):
+        u = np.log(np.asarray(ell) / top)
+        return float(-np.sum([4.0, 9.0] * u**2)), 0.0, 0.0
+
+    grids = [lengthscale_grid(0.01, 10.0, 4), lengthscale_grid(0.1, 50.0, 4)]
+    pts = scan(evaluate, grids, sweeps=1)
+    grid_best = max(pts, key=lambda p: p["lml"])
+    assert np.max(np.abs(np.log(grid_best["ell"] / top))) > 0.05
+    n_before = len(pts)
+    best = polish(evaluate, pts, grids)
+    assert best["ell"] == pytest.approx(top, rel=1e-9)
+    assert best["lml"] == pytest.approx(0.0, abs=1e-12)
+    assert len(pts) - n_before <= 2 * 3  # at most neighbours + steps per coordinate
+
+    # an edge of a grid stays where it is (nothing beyond it to bracket the maximum)
+    def first(ell):
+        return evaluate([ell[0], top[1]])
+
+    edge = [lengthscale_grid(0.5, 10.0, 4)]
+    pts = scan(first, edge)
+    assert polish(first, pts, edge)["ell"][0] == pytest.approx(0.5)
+    assert len(pts) == len(edge[0])
+
+
+def test_polish_improves_the_exact_sample_profile():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(0, 1, (150, 1))
+    y = np.sin(9 * X[:, 0]) + 0.2 * rng.normal(size=150)
+    y = (y - y.mean()) / y.std()
+    ev = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-6, 10))
+    grids = [lengthscale_grid(0.01, 3.0, 6)]
+    pts = scan(ev, grids)
+    grid_best = max(pts, key=lambda p: p["lml"])
+    best = polish(ev, pts, grids)
+    from scipy.optimize import minimize_scalar
+
+    g = grids[0]
+    i = int(np.argmin(np.abs(g - grid_best["ell"][0])))
+    top = minimize_scalar(lambda u: -ev([np.exp(u)])[0], bounds=np.log(g[[i - 1, i + 1]]),
+                          method="bounded", options={"xatol": 1e-6})  # fmt: skip
+    assert best["lml"] >= grid_best["lml"]
+    # most of the way from the grid's best to the maximum between its neighbours
+    assert -top.fun - best["lml"] <= 0.05 * (-top.fun - grid_best["lml"]) + 1e-9
 
 
 def _global_check(rep, fmap, X, y):
