@@ -684,3 +684,17 @@ def test_a_prior_tolerance_that_no_longer_fits_falls_back_to_the_finest_that_doe
     lv.tol = 1e-3 / REFINE_FACTOR**4
     with pytest.raises(G.RuleTooLarge):
         lv._coarser_fit(None, fits_from / REFINE_FACTOR)  # not even the limit fits
+
+
+def test_feature_chunks_are_as_equal_as_the_block_size_allows():
+    from rfcli.jobs.train_gpr import FEATURE_BLOCK_BYTES, _feature_rows
+
+    cap = FEATURE_BLOCK_BYTES // (8 * 1783)
+    assert _feature_rows(1783, 65536) == cap  # rows unknown (a stream): the block size
+    assert _feature_rows(1783, 65536, 3000) == 1500  # not 2,352 + 648
+    for n in (1, 255, 256, cap, cap + 1, 3000, 10_000, 123_457):
+        step = _feature_rows(1783, 65536, n)
+        chunks = -(-n // step)
+        assert step <= max(cap, 256) and chunks == -(-n // max(cap, 256))
+        assert n - (chunks - 1) * step >= step - chunks  # the last chunk nearly full
+    assert _feature_rows(1783, 1000, 3000) == 1000  # a smaller chunk_rows still bounds it
