@@ -109,7 +109,7 @@ def _glf_pass(data, d: int, k: int, seed: int, shift: float = 0.0, keep_rows: bo
     ext = PassExtras(d, k, seed)
     for b in data.batches():
         y = np.asarray(b.y, dtype=np.float64)
-        st.update(b.F, y)
+        st.update(b.F, y, copy=False)  # the map's new output
         ext.update(b.row0, b.X, y)
     return st, ext
 

@@ -74,11 +74,15 @@ class GPStats:
         (``keep_rows``): at most m of them, or an unknown count."""
         return n_rows is None or n_rows <= m
 
-    def update(self, V: np.ndarray, y: np.ndarray) -> None:
+    def update(self, V: np.ndarray, y: np.ndarray, copy: bool = True) -> None:
+        """Add rows: features V, targets y.  Kept rows are copied (a caller may reuse its
+        buffer) unless ``copy`` is False: V is then the caller's no more (a map's new
+        output) and is kept as it is when it is float64."""
         y = np.asarray(y, dtype=np.float64) - self.shift
         if self.blocks is not None and self.n + len(y) <= self.m:
-            # kept: a copy (the caller's buffer is reused); summed rows need none
-            self.blocks.append((np.array(V, dtype=np.float64), y))
+            # kept (summed rows need no copy)
+            V = np.array(V, dtype=np.float64, copy=True if copy else None)
+            self.blocks.append((V, y))
             self.n += len(y)
             return
         self._fold()

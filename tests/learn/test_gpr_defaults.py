@@ -698,3 +698,30 @@ def test_feature_chunks_are_as_equal_as_the_block_size_allows():
         assert step <= max(cap, 256) and chunks == -(-n // max(cap, 256))
         assert n - (chunks - 1) * step >= step - chunks  # the last chunk nearly full
     assert _feature_rows(1783, 1000, 3000) == 1000  # a smaller chunk_rows still bounds it
+
+
+def test_a_pass_that_keeps_its_rows_keeps_the_maps_output_in_one_chunk(tmp_path, monkeypatch):
+    """Fewer rows than features: each GLF pass reads every row as one chunk and keeps the
+    map's output itself (no copy per chunk, no stacking); other callers' rows are copied."""
+    V = np.ones((5, 8))
+    st = GPStats(8)
+    st.update(V, np.zeros(5), copy=False)
+    assert st.rows()[0] is V
+    st = GPStats(8)
+    st.update(V, np.zeros(5))
+    assert not np.shares_memory(st.rows()[0], V)
+
+    seen = []
+    update = GPStats.update
+
+    def spy(self, V, y, copy=True):
+        seen.append((self.m, len(y), copy))
+        return update(self, V, y, copy)
+
+    monkeypatch.setattr(GPStats, "update", spy)
+    path, _, _ = _smooth(tmp_path, "few", 0.05, n=400)
+    train_gpr(path, str(tmp_path / "m.npz"), GPRSettings(exact=False),
+              ReadSettings(label="y", chunk_rows=50))  # fmt: skip
+    kept = [k for m, k, _ in seen if m >= 400]
+    assert kept and all(k == 400 for k in kept)  # one chunk of every row, not 256 + 144
+    assert all(not copy for *_, copy in seen)
