@@ -56,6 +56,9 @@ from rfcli.maps.glf_rules import (
     probe_lengthscales,
 )
 
+#: rows per tile of :meth:`GaussLegendreMap.transform_raw`
+TRANSFORM_ROWS = 512
+
 
 @MAPS.register("glf")
 class GaussLegendreMap(FeatureMap):
@@ -183,13 +186,26 @@ class GaussLegendreMap(FeatureMap):
             return kernel_error(self.kernel_name, self.H_, self.w_, delta, ell)
 
     def transform_raw(self, X):
+        """cos and sin of 2 pi X H' by row tiles of TRANSFORM_ROWS, on the threads of an
+        enclosing :func:`rfcli.threads.tile_threads` block (a GP pass that keeps its rows
+        transforms them all as one chunk); each row's features are the same whatever the
+        tiles."""
+        from rfcli.threads import tiled
+
         self._check_fitted()
-        Z = np.asarray(X, dtype=np.float64) @ self.H_.T
-        Z *= 2 * np.pi
-        m = Z.shape[1]
-        out = np.empty((Z.shape[0], 2 * m))
-        np.cos(Z, out=out[:, :m])
-        np.sin(Z, out=out[:, m:])
+        X = np.asarray(X, dtype=np.float64)
+        H = self.H_
+        m = H.shape[0]
+        out = np.empty((X.shape[0], 2 * m))
+
+        def rows(a: int) -> None:
+            Z = X[a : a + TRANSFORM_ROWS] @ H.T
+            Z *= 2 * np.pi
+            np.cos(Z, out=out[a : a + TRANSFORM_ROWS, :m])
+            np.sin(Z, out=out[a : a + TRANSFORM_ROWS, m:])
+
+        for _ in tiled(rows, range(0, len(X), TRANSFORM_ROWS)):
+            pass
         return out, None
 
     def weights(self, ell) -> np.ndarray:

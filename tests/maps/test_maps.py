@@ -156,3 +156,21 @@ def test_corrupt_state_rejected():
         FeatureMap.from_state(config, {"W": arrays["W"][:2], "tau": arrays["tau"]})
     with pytest.raises(ConfigError):
         FeatureMap.from_state({**config, "kind": "bogus"}, arrays)
+
+
+def test_glf_features_are_the_same_whatever_the_tiles_and_threads():
+    """transform_raw computes by row tiles, on the tile threads when a block opens them:
+    each row's features are the same bits as the row's alone."""
+    from rfcli.maps.gauss_legendre import TRANSFORM_ROWS, GaussLegendreMap
+    from rfcli.threads import tile_threads
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2 * TRANSFORM_ROWS + 37, 2))
+    fmap = GaussLegendreMap(lengthscale_bounds=[[0.3, 2.0], [0.5, 3.0]], nodes=[12, 10])
+    fmap.fit(2, box=(X.min(0), X.max(0)))
+    with tile_threads(3):
+        tiled_out = fmap.transform_raw(X)[0]
+    alone = np.vstack([fmap.transform_raw(X[i : i + 7])[0] for i in range(0, len(X), 7)])
+    assert tiled_out.tobytes() == alone.tobytes()
+    Z = 2 * np.pi * X @ fmap.H_.T
+    np.testing.assert_allclose(tiled_out, np.hstack([np.cos(Z), np.sin(Z)]), atol=1e-12)
