@@ -52,7 +52,14 @@ from rfcli.learn.gpr import (
     lml_and_grad,
     max_gp_nodes,
 )
-from rfcli.learn.gpr_search import exact_profile, glf_profile, pick_starts, polish, scan
+from rfcli.learn.gpr_search import (
+    exact_profile,
+    glf_profile,
+    pick_starts,
+    polish,
+    profile_maximum,
+    scan,
+)
 from rfcli.learn.tiles import weighted_gram
 from rfcli.maps import glf_rules
 from rfcli.maps.gauss_legendre import GaussLegendreMap
@@ -74,6 +81,9 @@ GROUP_RATIO, MAX_GROUPS = 6.0, 2
 #: the kernel error at the optimum must be at most NOISE_SHARE x noise/signal; when it is
 #: not, the rules are refined to NOISE_REFINE x noise/signal (room for the noise to move)
 NOISE_SHARE, NOISE_REFINE = 0.1, 0.03
+#: an isotropic level with at least PROFILE_RATIO features per rank of its factor learns by
+#: the profiled search (Levels._profiled)
+PROFILE_RATIO = 4
 #: a refinement for the noise tries design tolerances tol / REFINE_FACTOR^k, k = 1 ..
 #: REFINE_TRIES, and keeps the coarsest whose rule's error on the data meets the target
 REFINE_FACTOR, REFINE_TRIES = 3.0, 8
@@ -432,12 +442,16 @@ class Levels(ExactRoute):
             enc = st = red = spectral = state = None
             self._keep_sample_features(fmap)  # another map's are not kept through the pass
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
-            box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
-            with timed(self.clock, "L-BFGS-B"), one_blas_thread():
-                res, history = fit_hyperparameters(glf_objective(red, spectral), box, thetas,
-                                                   progress=self.progress,
-                                                   title=f"GP L-BFGS-B ({where})")  # fmt: skip
-            theta = res.x
+            if self._profiled(red, thetas):
+                with timed(self.clock, "profile search"), one_blas_thread():
+                    theta, history = self._profile_fit(red, spectral, ranges, thetas[0], where)
+            else:
+                box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
+                with timed(self.clock, "L-BFGS-B"), one_blas_thread():
+                    res, history = fit_hyperparameters(glf_objective(red, spectral), box, thetas,
+                                                       progress=self.progress,
+                                                       title=f"GP L-BFGS-B ({where})")  # fmt: skip
+                theta = res.x
             self.history += history
             level = self._record("level", fmap, ranges, theta, red, spectral, history)
             level["group"] = group
@@ -523,6 +537,30 @@ class Levels(ExactRoute):
                 return state, level["lml"], False, ell
             prev = (theta, level["lml"])
             ranges, thetas = nxt, [np.exp(theta)]
+
+    def _profiled(self, red, thetas: list[np.ndarray]) -> bool:
+        """Whether a level learns by the profiled search (:meth:`_profile_fit`) rather than
+        L-BFGS-B: one lengthscale, one start, and at least PROFILE_RATIO features per rank
+        of the factor, where a profile evaluation (the weighted Gram product and an r x r
+        eigenvalue reduction) costs about half an L-BFGS-B step, whose gradient takes a
+        second product of the factor's size."""
+        return self.n_ell == 1 and len(thetas) == 1 and red.P.shape[1] >= PROFILE_RATIO * red.r
+
+    def _profile_fit(self, red, spectral, ranges: np.ndarray, theta0: np.ndarray, where: str):
+        """The level's maximum by :func:`rfcli.learn.gpr_search.profile_maximum` over its
+        range (the signal and noise variances exact for each lengthscale): (log theta, the
+        history entry).  ggplot2::diamonds (3,000 rows, 6,310 features of rank 455): 8
+        evaluations, 0.27 s, where L-BFGS-B took 15 evaluations, 0.68-0.85 s, to the same
+        LML within 1e-8."""
+        s = self.s
+        best, evals = profile_maximum(
+            glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), *ranges[0],
+            progress=self.progress, title=f"GP profile search ({where})",
+        )  # fmt: skip
+        theta = np.array([best["log_s2"], np.log(best["ell"][0]), best["log_lam"]])
+        entry = {"start": [float(v) for v in theta0], "lml": float(best["lml"]),
+                 "iterations": int(evals), "method": "profile"}  # fmt: skip
+        return theta, [entry]
 
     def _tol_for_prior(self, ranges: np.ndarray, start: dict) -> float | None:
         """Before a group's first level: the design tolerance lowered (by REFINE_FACTOR at a

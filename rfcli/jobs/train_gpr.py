@@ -354,10 +354,12 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
 
 
 def _lbfgsb_seconds(clock: dict, t_learn: float) -> float:
-    """Seconds of the L-BFGS-B runs: GLF levels' and the exact GP's (else all learning)."""
-    if "L-BFGS-B" not in clock and "exact GP" not in clock:
+    """Seconds of the hyperparameter searches: GLF levels' L-BFGS-B runs and profiled
+    searches and the exact GP's (else all learning)."""
+    keys = ("L-BFGS-B", "profile search", "exact GP")
+    if not any(k in clock for k in keys):
         return t_learn
-    return clock.get("L-BFGS-B", 0.0) + clock.get("exact GP", 0.0)
+    return sum(clock.get(k, 0.0) for k in keys)
 
 
 # -- stores: the map is fixed -------------------------------------------------------------

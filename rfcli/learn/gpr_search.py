@@ -325,3 +325,41 @@ def _at(evaluate: Callable, points: list[dict], ell: np.ndarray) -> dict:
     p = {"ell": np.asarray(ell, dtype=np.float64), "lml": lml, "log_s2": a, "log_lam": b}
     points.append(p)
     return p
+
+
+#: the profiled search's tolerance on log lengthscale (a relative 1e-4 in the lengthscale)
+PROFILE_XATOL = 1e-4
+
+
+def profile_maximum(evaluate: Callable, lo: float, hi: float, progress: Progress | None = None,
+                    title: str = "GP profile search") -> tuple[dict, int]:  # fmt: skip
+    """The maximum of a profiled LML ``evaluate`` (one lengthscale; the signal and noise
+    variances maximized exactly for each, :func:`glf_profile`) over lengthscales in [lo, hi]:
+    Brent's method in log lengthscale (golden section with parabolic steps; SciPy's bounded
+    ``minimize_scalar``) to PROFILE_XATOL.  Brent never evaluates the ends, so a maximum
+    within 10 PROFILE_XATOL of one is compared with the end itself (an optimum held by its
+    range's edge is then exactly there, as L-BFGS-B's is).  Returns (the point {ell, lml,
+    log_s2, log_lam}, the evaluations)."""
+    from scipy.optimize import minimize_scalar
+
+    seen: dict[float, dict] = {}
+    progress = progress or NullProgress()
+    with progress.task(title, None, unit="evaluations") as task:
+
+        def at(u: float) -> dict:
+            if u not in seen:
+                lml, a, b = evaluate(np.array([np.exp(u)]))
+                seen[u] = {"ell": np.array([np.exp(u)]), "lml": lml, "log_s2": a, "log_lam": b}
+                task.advance(1)
+            return seen[u]
+
+        ends = (float(np.log(lo)), float(np.log(hi)))
+        if ends[1] - ends[0] <= PROFILE_XATOL:
+            return at(ends[0]), len(seen)
+        res = minimize_scalar(lambda u: -at(float(u))["lml"], bounds=ends, method="bounded",
+                              options={"xatol": PROFILE_XATOL})  # fmt: skip
+        best = at(float(res.x))
+        for end in ends:
+            if abs(float(res.x) - end) <= 10 * PROFILE_XATOL and at(end)["lml"] >= best["lml"]:
+                best = at(end)
+    return best, len(seen)

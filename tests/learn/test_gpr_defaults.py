@@ -38,6 +38,7 @@ from rfcli.learn.gpr_search import (
     lengthscale_grid,
     polish,
     profile,
+    profile_maximum,
     scan,
 )
 from rfcli.learn.model_file import load_model
@@ -725,3 +726,71 @@ def test_a_pass_that_keeps_its_rows_keeps_the_maps_output_in_one_chunk(tmp_path,
     kept = [k for m, k, _ in seen if m >= 400]
     assert kept and all(k == 400 for k in kept)  # one chunk of every row, not 256 + 144
     assert all(not copy for *_, copy in seen)
+
+
+def test_profile_maximum_finds_an_interior_maximum_and_an_end_exactly():
+    def evaluate(top):
+        def ev(ell):
+            return float(-3.0 * np.log(ell[0] / top) ** 2), 0.5, -1.0
+
+        return ev
+
+    best, evals = profile_maximum(evaluate(0.7), 0.3, 2.0)
+    assert best["ell"][0] == pytest.approx(0.7, rel=2e-4) and evals <= 12
+    assert (best["log_s2"], best["log_lam"]) == (0.5, -1.0)
+    for top, end in ((0.1, 0.3), (9.0, 2.0)):  # beyond an end: that end itself
+        assert profile_maximum(evaluate(top), 0.3, 2.0)[0]["ell"][0] == end
+
+
+def test_the_profiled_search_equals_l_bfgs_b_on_the_same_statistics():
+    """Many features on few rows (rank << features): the profiled search's maximum is
+    L-BFGS-B's, and an isotropic level of such a fit takes it."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, (150, 2))
+    y = np.sin(6 * X[:, 0]) * np.cos(4 * X[:, 1]) + 0.05 * rng.normal(size=150)
+    y = (y - y.mean()) / y.std()
+    fmap = GaussLegendreMap(lengthscale_bounds=[[0.1, 0.6], [0.1, 0.6]], nodes=[30, 30])
+    fmap.fit(2, box=(X.min(0), X.max(0)))
+    st = GPStats(fmap.n_features)
+    st.update(fmap.transform_raw(X)[0], y)
+    red, sp = st.reduced(), glf_spectral(fmap, ard=False)
+    assert red.P.shape[1] >= job.PROFILE_RATIO * red.r
+    sb, nb = (1e-3, 1e3), (1e-6, 10)
+    best, _ = profile_maximum(glf_profile(red, sp, sb, nb), 0.15, 0.5)
+    res, _ = fit_hyperparameters(glf_objective(red, sp), [sb, (0.15, 0.5), nb],
+                                 [np.array([1.0, 0.3, 0.1])])  # fmt: skip
+    assert best["lml"] >= -res.fun - 1e-6
+    assert best["ell"][0] == pytest.approx(np.exp(res.x[1]), rel=1e-3)
+    theta = np.array([best["log_s2"], np.log(best["ell"][0]), best["log_lam"]])
+    assert lml_and_grad(theta, red, sp, False)[0] == pytest.approx(best["lml"], rel=1e-10)
+
+
+def test_an_isotropic_level_with_many_features_per_rank_takes_the_profiled_search(
+    tmp_path, monkeypatch
+):
+    """Clustered inputs with a few far rows: the box asks for many features, the data's
+    rank is low (ggplot2::diamonds' case).  The level takes the profiled search and reaches
+    L-BFGS-B's optimum."""
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.normal(0, 1, 400), rng.normal(0, 1, 400)
+    x1[:4], x2[:4] = [12, -10, 11, -9], [-10, 12, 9, -11]
+    y = np.sin(x1) + np.cos(0.7 * x2) + 0.1 * rng.normal(size=400)
+    path = write_parquet(tmp_path / "clusters.parquet", x1=x1, x2=x2, y=y)
+
+    def fit(name):
+        return train_gpr(path, str(tmp_path / name), GPRSettings(exact=False),
+                         ReadSettings(label="y")).report  # fmt: skip
+
+    rep = fit("p.npz")
+    assert rep["features"] >= job.PROFILE_RATIO * rep["rank"]
+    assert [h.get("method") for h in rep["starts"]][-1] == "profile"
+    assert "profile search" in rep["timing"] and rep["seconds_per_iteration"] > 0
+    monkeypatch.setattr(job, "PROFILE_RATIO", 1e9)  # L-BFGS-B everywhere
+    ref = fit("l.npz")
+    assert all("method" not in h for h in ref["starts"])
+    assert ref["levels"][-1]["nodes"] == rep["levels"][-1]["nodes"]
+    assert rep["log_marginal_likelihood"] >= ref["log_marginal_likelihood"] - 1e-6 * abs(
+        ref["log_marginal_likelihood"]
+    )
+    assert rep["lengthscale"][0] == pytest.approx(ref["lengthscale"][0], rel=1e-3)
+    assert rep["noise_variance"] == pytest.approx(ref["noise_variance"], rel=1e-3)
