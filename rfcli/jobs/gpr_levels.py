@@ -332,6 +332,7 @@ class Levels(ExactRoute):
         mu, sd, _, _ = st.standardized()
         X, y = xy[:, :-1], (xy[:, -1] - mu) / sd
         evaluate = exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds)
+        alone = exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds, concurrent=False)
         grids = scan_grids(self.bounds)
         with timed(self.clock, "sample scan"), one_blas_thread():
             pts = scan(evaluate, grids, sweeps=1, progress=self.progress,
@@ -340,7 +341,7 @@ class Levels(ExactRoute):
             # the sample's maximum between them: it centres the first level's rule
             # (ggplot2::diamonds: grid point 4.18, polished 3.58, optimum on all rows 3.05;
             # one level of 3,155 nodes where the grid point took two, 2,509 then 2,675)
-            best = polish(evaluate, pts, grids)
+            best = polish(alone, pts, grids)
         self.sample_best = np.asarray(best["ell"], dtype=float)
         lo, hi = ranges[:, 0] * 0.9999, ranges[:, 1] * 1.0001
         inside = [p for p in pts if np.all((p["ell"] >= lo) & (p["ell"] <= hi))]
@@ -554,7 +555,8 @@ class Levels(ExactRoute):
         LML within 1e-8."""
         s = self.s
         best, evals = profile_maximum(
-            glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), *ranges[0],
+            glf_profile(red, spectral, s.signal_bounds, s.noise_bounds, concurrent=False),
+            *ranges[0],
             progress=self.progress, title=f"GP profile search ({where})",
         )  # fmt: skip
         theta = np.array([best["log_s2"], np.log(best["ell"][0]), best["log_lam"]])

@@ -143,10 +143,12 @@ def profile(mu, z2, rest: float, n: int, s2_bounds, lam_bounds):
 def eig_projection(M: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues ``mu`` of the symmetric matrix M and the projections ``z = U' y`` of y on
     its eigenvectors U, without forming U: M is reduced to a tridiagonal T = Q' M Q by
-    Householder reflections (LAPACK dsytrd), the reflections are applied to y, and z = W' Q' y
-    for T's eigenvectors W.  About 4/3 r^3 flops where ``eigh`` with vectors takes about
-    twice that (a scan point's cost: 8 against 15 ms at r = 500).  Eigenvectors of a
-    repeated eigenvalue are not unique, and neither are their z_i; sums of z_i^2 over the
+    Householder reflections (LAPACK dsytrd), the reflections are applied to y, and
+    z = W' Q' y for T's eigenvectors W.  About 4/3 r^3 flops where ``eigh`` with vectors
+    takes about twice that (8 against 15 ms at r = 500 on one thread; SciPy's wrappers of
+    dsytrd and of the tridiagonal solver hold the GIL, so points evaluated at once on
+    several threads take ``eigh`` instead: :func:`_eig_sums`).  Eigenvectors of a repeated
+    eigenvalue are not unique, and neither are their z_i; sums of z_i^2 over the
     eigenspace (what the LML uses) are."""
     from scipy.linalg import eigh_tridiagonal
     from scipy.linalg.lapack import dsytrd, dsytrd_lwork
@@ -173,9 +175,20 @@ def eig_projection(M: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return mu, W.T @ v
 
 
-def exact_profile(X, y, kernel: str, s2_bounds, lam_bounds) -> Callable:
+def _eig_sums(M: np.ndarray, z: np.ndarray, concurrent: bool):
+    """(eigenvalues of M, projections of z on its eigenvectors): by NumPy's ``eigh`` where
+    points are evaluated ``concurrent``-ly (a scan's line on the tile threads: NumPy's
+    LAPACK calls release the GIL, SciPy's hold it), else by :func:`eig_projection` (half
+    the flops).  Which one follows from the caller, never from the thread count."""
+    if concurrent:
+        mu, U = np.linalg.eigh(M)
+        return mu, U.T @ z
+    return eig_projection(M, z)
+
+
+def exact_profile(X, y, kernel: str, s2_bounds, lam_bounds, concurrent: bool = True) -> Callable:
     """LML profile of the exact GP on rows X, standardized targets y: ``ell -> (lml, log s2,
-    log lambda)`` (ell: one value, or one per input)."""
+    log lambda)`` (ell: one value, or one per input); ``concurrent``: see :func:`_eig_sums`."""
     from rfcli.maps.glf_rules import stationary_kernel
 
     X = np.asarray(X, dtype=np.float64)
@@ -183,24 +196,25 @@ def exact_profile(X, y, kernel: str, s2_bounds, lam_bounds) -> Callable:
 
     def evaluate(ell):
         K = stationary_kernel(kernel, X, X, np.asarray(ell, dtype=np.float64))
-        mu, z = eig_projection(K, y)
+        mu, z = _eig_sums(K, y, concurrent)
         return profile(mu, z**2, 0.0, len(y), s2_bounds, lam_bounds)
 
     return evaluate
 
 
-def glf_profile(red, spectral, s2_bounds, lam_bounds) -> Callable:
+def glf_profile(red, spectral, s2_bounds, lam_bounds, concurrent: bool = True) -> Callable:
     """LML profile from Gauss-Legendre statistics (:class:`rfcli.learn.gpr.Reduced`):
-    ``M = P W(ell) P'`` with W the quadrature weights times spectral density."""
+    ``M = P W(ell) P'`` with W the quadrature weights times spectral density;
+    ``concurrent``: see :func:`_eig_sums`."""
 
     def evaluate(ell):
         wp, _ = spectral.fn(np.asarray(ell, dtype=np.float64))
         M = weighted_gram(red.P, wp)  # symmetric by construction
-        mu, z = eig_projection(M, red.z)
+        mu, z = _eig_sums(M, red.z, concurrent)
         return profile(mu, z**2, red.yty - red.zz, red.n, s2_bounds, lam_bounds)
 
-    # points evaluated at once (scan): each holds about 3 r^2 + 1,024 r float64 (M, its
-    # reduction and the tridiagonal's eigenvectors, a product tile); together at most 4 m^2,
+    # points evaluated at once (scan): each holds about 3 r^2 + 1,024 r float64 (M, the
+    # eigenvectors, a product tile); together at most 4 m^2,
     # room the fit's budget keeps for its learning matrices (rfcli.learn.gpr.GP_MATRICES),
     # not yet alive during a scan
     r, m = red.P.shape

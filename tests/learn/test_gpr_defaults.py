@@ -258,6 +258,12 @@ def test_eig_projection_gives_eighs_eigenvalues_and_profile():
             w = 1 / (a * np.maximum(ref, 0) / scale + b)
             assert np.sum(z**2 * w) == pytest.approx(np.sum((U.T @ v) ** 2 * w), rel=1e-10)
         assert np.sum(z**2) == pytest.approx(np.sum(v**2), rel=1e-12)
+    # the profiles evaluated one at a time (the tridiagonal path) or at once (eigh) agree
+    y = (y - y.mean()) / y.std()
+    for ell in (0.05, 0.3, 2.0):
+        a = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-6, 10))([ell])
+        b = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-6, 10), concurrent=False)([ell])
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-8)
 
 
 def test_polish_moves_the_best_grid_point_to_the_maximum_between_its_neighbours():
