@@ -87,3 +87,39 @@ def test_a_rules_sample_features_are_made_once_and_not_kept_through_another_rule
     levels = [lv for lv in rep["levels"] if lv["kind"] == "level"]
     assert len(levels) >= 2 and all(held_at_pass)
     assert len(made) == len({id(f) for f in made})  # each rule's sample transformed once
+
+
+@pytest.mark.parametrize("finish", [0.5, 0.05])
+def test_the_factor_of_g_leaves_every_residual_at_most_the_threshold(finish, monkeypatch):
+    """G = V'V given whole (a pass that summed its rows): the same blocked factor from G's
+    own columns; F[pivots] is lower triangular, the residual of G is at most the threshold
+    everywhere, and Reduced's z solves c = P'z."""
+    from rfcli.learn.gpr import Reduced
+
+    monkeypatch.setattr(gf, "PIVOT_FINISH", finish)
+    V = _smooth_features(300, 600, 7).T  # 1,200 features' columns as rows
+    G = V @ V.T
+    tol = 1e-12 * np.diag(G).max()
+    upper = np.triu(G) + np.tril(np.full_like(G, np.nan), -1)  # below the diagonal: unread
+    F, r, piv = gf.gram_pivoted_cholesky(upper, 1e-12)
+    assert r > 2 * gf.PIVOT_BLOCK and len(piv) == r and len(set(piv)) == r
+    assert np.allclose(np.triu(F[piv], 1), 0.0)  # lower triangular in pivot order
+    resid = np.diag(G) - (F * F).sum(1)
+    assert resid.max() <= tol * (1 + 1e-6) and resid.min() >= -1e-10
+    assert np.abs(G - F @ F.T).max() <= 10 * np.sqrt(tol * np.diag(G).max())
+    _, _, r_lapack, _ = dpstrf(G, lower=1, tol=tol)
+    assert r_lapack <= r <= 1.03 * r_lapack + 6
+    y = np.random.default_rng(0).standard_normal(V.shape[1])
+    red = Reduced(upper, V @ y, float(y @ y), len(y))
+    assert red.r == r
+    # exact on the pivots' rows; elsewhere within a row's residual norm times |y|
+    c = V @ y
+    np.testing.assert_allclose((red.P.T @ red.z)[piv], c[piv], rtol=1e-9, atol=1e-10 * abs(c).max())
+    off = np.abs(red.P.T @ red.z - c)
+    assert np.all(off <= np.sqrt(np.maximum(resid, tol)) * np.linalg.norm(y) * 1.01)
+    with tile_threads(3):
+        F3, _, piv3 = gf.gram_pivoted_cholesky(G, 1e-12)
+    with tile_threads(1):
+        F1, _, piv1 = gf.gram_pivoted_cholesky(G, 1e-12)
+    assert np.array_equal(F1, F3) and np.array_equal(piv1, piv3)
+    assert gf.gram_pivoted_cholesky(np.zeros((4, 4)), 1e-12)[:2] == (None, 0)
