@@ -560,7 +560,7 @@ class Levels(ExactRoute):
         s = self.s
         best, evals = profile_maximum(
             glf_profile(red, spectral, s.signal_bounds, s.noise_bounds, concurrent=False),
-            *ranges[0],
+            *ranges[0], start=float(theta0[1]),
             progress=self.progress, title=f"GP profile search ({where})",
         )  # fmt: skip
         theta = np.array([best["log_s2"], np.log(best["ell"][0]), best["log_lam"]])

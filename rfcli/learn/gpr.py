@@ -81,7 +81,7 @@ class GPStats:
         y = np.asarray(y, dtype=np.float64) - self.shift
         if self.blocks is not None and self.n + len(y) <= self.m:
             # kept (summed rows need no copy)
-            V = np.array(V, dtype=np.float64, copy=True if copy else None)
+            V = np.array(V, dtype=np.float64) if copy else np.asarray(V, dtype=np.float64)
             self.blocks.append((V, y))
             self.n += len(y)
             return

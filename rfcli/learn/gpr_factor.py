@@ -15,9 +15,10 @@ import numpy as np
 
 from rfcli.learn.tiles import column_sq_norms, gram_columns, rows_product
 
-#: rows taken as pivot candidates at once by :func:`rows_pivoted_cholesky`, the least
-#: share of the largest other residual a candidate's pivot must reach, and the share of
-#: the rows whose columns may be formed as candidates before the rest is factored at once
+#: rows taken as pivot candidates at once by :func:`_pivoted_cholesky` (the rows' factor
+#: and G's), the least share of the largest other residual a candidate's pivot must reach,
+#: and the share of the rows whose columns may be formed as candidates before the rest is
+#: factored at once
 PIVOT_BLOCK, PIVOT_GUARD, PIVOT_FINISH = 64, 1e-3, 0.5
 
 
@@ -70,8 +71,8 @@ def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float):
     rows in their order; r; the pivots in order, ``F[pivots]`` lower triangular).  The
     candidates' columns are G's own, so a block costs only the residual's
     product ``F F_c'`` (2 m r c flops, m r^2 in all, on the tile threads), where LAPACK's
-    dpstrf takes about m^2 r on one thread (ggplot2::faithfuld's 2,304 columns: 0.13 s
-    against 0.32-0.39 s, rank 1,208 against 1,189)."""
+    dpstrf takes about m^2 r on one thread (ggplot2::faithfuld's level, 2,286 features: the
+    fit's factor step 0.15-0.26 -> 0.12-0.13 s, rank 1,202 against dpstrf's 1,189)."""
     G = np.asarray(G, dtype=np.float64)
     m = len(G)
     d = np.array(np.diag(G)) if m else np.zeros(0)

@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rfcli.learn.gpr import LBFGSB_FTOL
 from rfcli.learn.tiles import weighted_gram
 from rfcli.maps.bandwidth import distances
 from rfcli.progress import NullProgress, Progress
@@ -304,8 +305,11 @@ def polish(evaluate: Callable, points: list[dict], grids: list[np.ndarray], step
     """The best scan point moved towards the LML's maximum between its grid neighbours: per
     lengthscale parameter in turn, ``steps`` of successive parabolic interpolation in log
     lengthscale through the best point and its two neighbours along that parameter (the scan
-    evaluated them; a grid edge is left as it is).  Returns the best point evaluated; the
-    new points are appended to ``points``."""
+    evaluated them, or they are evaluated now; a grid edge is left as it is).  A step is
+    taken only while the middle of the three is the highest (the parabola's vertex is then
+    its maximum, between the other two); with several parameters a neighbour along one the
+    sweep did not visit may be higher, and the search goes on from it.  Returns the best
+    point evaluated; the new points are appended to ``points``."""
     best = max(points, key=lambda p: p["lml"])
     for j, g in enumerate(grids):
         i = int(np.argmin(np.abs(np.log(g / best["ell"][j]))))
@@ -318,9 +322,11 @@ def polish(evaluate: Callable, points: list[dict], grids: list[np.ndarray], step
             trio.append(_at(evaluate, points, ell))
         for _ in range(steps):
             (u0, f0), (u1, f1), (u2, f2) = [(np.log(p["ell"][j]), p["lml"]) for p in trio]
+            if not (f1 >= f0 and f1 >= f2):
+                break  # a neighbour is higher: no maximum bracketed here
             den = (u1 - u0) * (f1 - f2) - (u1 - u2) * (f1 - f0)
             if not den < 0 and not den > 0:
-                break
+                break  # flat
             u = u1 - 0.5 * ((u1 - u0) ** 2 * (f1 - f2) - (u1 - u2) ** 2 * (f1 - f0)) / den
             if not u0 < u < u2 or abs(u - u1) < 1e-3:
                 break
@@ -331,8 +337,8 @@ def polish(evaluate: Callable, points: list[dict], grids: list[np.ndarray], step
                 trio = [trio[0], p, trio[1]] if u < u1 else [trio[1], p, trio[2]]
             else:
                 trio = [p, trio[1], trio[2]] if u < u1 else [trio[0], trio[1], p]
-        best = trio[1]
-    return best
+        best = max(trio, key=lambda p: p["lml"])
+    return max(points, key=lambda p: p["lml"])
 
 
 def _at(evaluate: Callable, points: list[dict], ell: np.ndarray) -> dict:
@@ -350,38 +356,50 @@ def _at(evaluate: Callable, points: list[dict], ell: np.ndarray) -> dict:
 PROFILE_XATOL = 1e-4
 
 
-def profile_maximum(evaluate: Callable, lo: float, hi: float, progress: Progress | None = None,
+def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | None = None,
+                    progress: Progress | None = None,
                     title: str = "GP profile search") -> tuple[dict, int]:  # fmt: skip
     """The maximum of a profiled LML ``evaluate`` (one lengthscale; the signal and noise
     variances maximized exactly for each, :func:`glf_profile`) over lengthscales in [lo, hi]:
     Brent's method in log lengthscale (golden section with parabolic steps; SciPy's bounded
     ``minimize_scalar``) to PROFILE_XATOL.  Brent never evaluates the ends, so a maximum
-    within 10 PROFILE_XATOL of one is compared with the end itself (an optimum held by its
-    range's edge is then exactly there, as L-BFGS-B's is).  Returns (the point {ell, lml,
-    log_s2, log_lam}, the evaluations)."""
+    within 10 PROFILE_XATOL of one is compared with the end itself, ``lo`` or ``hi`` exactly
+    (an optimum held by its range's edge is then there, as L-BFGS-B's is).  ``start``: a
+    lengthscale evaluated first and kept unless the search beats it by more than
+    L-BFGS-B's relative stop (on a flat likelihood Brent's points wander; L-BFGS-B would not
+    leave its start).  Returns (the point {ell, lml, log_s2, log_lam}, the evaluations)."""
     from scipy.optimize import minimize_scalar
 
     seen: dict[float, dict] = {}
     progress = progress or NullProgress()
     with progress.task(title, None, unit="evaluations") as task:
 
-        def at(u: float) -> dict:
+        def at(u: float, ell: float | None = None) -> dict:
             if u not in seen:
-                lml, a, b = evaluate(np.array([np.exp(u)]))
-                seen[u] = {"ell": np.array([np.exp(u)]), "lml": lml, "log_s2": a, "log_lam": b}
+                ell = float(np.exp(u)) if ell is None else float(ell)
+                lml, a, b = evaluate(np.array([ell]))
+                seen[u] = {"ell": np.array([ell]), "lml": lml, "log_s2": a, "log_lam": b}
                 top = max(seen.values(), key=lambda p: p["lml"])
                 task.update(lengthscale=f"{top['ell'][0]:.4g}",
                             **{"LML (standardized y)": top["lml"]})  # fmt: skip
                 task.advance(1)
             return seen[u]
 
-        ends = (float(np.log(lo)), float(np.log(hi)))
-        if ends[1] - ends[0] <= PROFILE_XATOL:
-            return at(ends[0]), len(seen)
-        res = minimize_scalar(lambda u: -at(float(u))["lml"], bounds=ends, method="bounded",
-                              options={"xatol": PROFILE_XATOL})  # fmt: skip
+        ends = ((float(np.log(lo)), lo), (float(np.log(hi)), hi))
+        if ends[1][0] - ends[0][0] <= PROFILE_XATOL:
+            return at(*ends[0]), len(seen)
+        first = None
+        if start is not None:
+            s0 = float(np.clip(start, lo, hi))
+            first = at(float(np.log(s0)), s0)
+        res = minimize_scalar(lambda u: -at(float(u))["lml"], bounds=(ends[0][0], ends[1][0]),
+                              method="bounded", options={"xatol": PROFILE_XATOL})  # fmt: skip
         best = at(float(res.x))
-        for end in ends:
-            if abs(float(res.x) - end) <= 10 * PROFILE_XATOL and at(end)["lml"] >= best["lml"]:
-                best = at(end)
+        for u, ell in ends:
+            if abs(float(res.x) - u) <= 10 * PROFILE_XATOL and at(u, ell)["lml"] > best["lml"]:
+                best = at(u, ell)
+        if first is not None and best["lml"] - first["lml"] <= LBFGSB_FTOL * max(
+            abs(best["lml"]), abs(first["lml"]), 1.0
+        ):
+            best = first
     return best, len(seen)

@@ -801,3 +801,41 @@ def test_an_isotropic_level_with_many_features_per_rank_takes_the_profiled_searc
     )
     assert rep["lengthscale"][0] == pytest.approx(ref["lengthscale"][0], rel=1e-3)
     assert rep["noise_variance"] == pytest.approx(ref["noise_variance"], rel=1e-3)
+
+
+def test_polish_never_returns_less_than_the_best_point_it_or_the_scan_evaluated():
+    """ARD: after one sweep a neighbour along an earlier lengthscale may be higher than the
+    grid's best point; the polish goes on from it and returns the best point evaluated."""
+    rng = np.random.default_rng(1)
+    gains = []
+    for _ in range(200):
+        c, (a, b) = rng.uniform(-0.95, 0.95), rng.uniform(-2, 2, 2)
+
+        def ev(ell, c=c, a=a, b=b):
+            u = np.log(ell) - np.array([a, b])
+            return float(-(u[0] ** 2 + u[1] ** 2 + 2 * c * u[0] * u[1])), 0.0, 0.0
+
+        grids = [lengthscale_grid(0.05, 20.0), lengthscale_grid(0.1, 10.0)]
+        pts = scan(ev, grids, sweeps=1)
+        grid_best = max(p["lml"] for p in pts)
+        best = polish(ev, pts, grids)
+        assert best["lml"] == max(p["lml"] for p in pts) >= grid_best
+        gains.append(best["lml"] - grid_best)
+    assert np.median(gains) > 0  # it does move
+
+
+def test_profile_maximum_keeps_its_start_on_a_flat_likelihood_and_ends_exact():
+    evals = []
+
+    def flat(ell):
+        evals.append(ell[0])
+        return 1e-12 * np.sin(40 * np.log(ell[0])), 0.0, 0.0
+
+    best, _ = profile_maximum(flat, 0.1, 10.0, start=0.7)
+    assert best["ell"][0] == 0.7 and evals[0] == 0.7  # L-BFGS-B would not leave it either
+
+    def rising(ell):
+        return float(np.log(ell[0])), 0.0, 0.0
+
+    assert profile_maximum(rising, 0.1, 10.0, start=0.7)[0]["ell"][0] == 10.0  # exactly hi
+    assert profile_maximum(lambda e: rising(1 / e), 0.1, 10.0)[0]["ell"][0] == 0.1
