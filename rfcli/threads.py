@@ -195,6 +195,13 @@ def tile_threads(threads: int) -> Iterator[None]:
             _TILE_POOL.reset(token)
 
 
+def run_tiles(fn: Callable[[Any], Any], tiles: Iterable[Any]) -> None:
+    """``fn(tile)`` for each tile, for its effect (tiles write disjoint parts of an output),
+    as :func:`tiled` runs them."""
+    for _ in tiled(fn, tiles):
+        pass
+
+
 def tiled(fn: Callable[[Any], Any], tiles: Iterable[Any]) -> Iterator[Any]:
     """``fn(tile)`` for each tile, in tile order, each on one BLAS thread: on the threads of
     the enclosing :func:`tile_threads` block (at most threads + 1 results pending), else in

@@ -464,10 +464,12 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         """One pass of ``fn`` over the raw rows through ``enc`` (``inputs``: batches carry
         the preprocessed inputs too)."""
         n_rows = source.num_rows
-        if n_rows and GPStats.keeps_rows(n_rows, enc.n_features):
-            # the pass keeps every row: one chunk of them all, kept as the map makes it (no
-            # copy per chunk, no stacking of chunks: ggplot2::diamonds' level of 3,000 rows
-            # x 6,310 features wrote 151 MB twice, 0.4-0.6 s of fresh pages here)
+        # at most as many rows in all as features (or an unknown count): the pass keeps them
+        kept = GPStats.keeps_rows(n_rows, enc.n_features)
+        if n_rows and kept:
+            # every row known to be kept: one chunk of them all, kept as the map makes it
+            # (no copy per chunk, no stacking of chunks: ggplot2::diamonds' level of 3,000
+            # rows x 6,310 features wrote 151 MB twice, 0.4-0.6 s of fresh pages here)
             rows = n_rows
         else:
             rows = _feature_rows(enc.n_features + (d if inputs else 0), read.chunk_rows, n_rows)
@@ -478,7 +480,7 @@ def fit_source(source, s: GPRSettings, read: ReadSettings, eng, report, clock):
         threads = pass_threads(enc.n_features, eng.memory or physical_memory(), eng.threads)
         # more rows in all than features: the passes sum from the first row (GPStats); not
         # when rows may be dropped (the count before dropping could overstate them)
-        keep = read.on_nan == "drop" or GPStats.keeps_rows(data.n_rows, enc.n_features)
+        keep = read.on_nan == "drop" or kept
         out = eng.passes(data, threads=threads).reduce(
             fn, *args, shift, keep, title=f"data pass {n_pass}: {what}"
         )

@@ -57,10 +57,7 @@ def rows_pivoted_cholesky(V: np.ndarray, rel_tol: float):
     if not top > 0:
         return None, 0
     d = np.einsum("ij,ij->i", V, V)  # W's diagonal
-    F, r, _ = _pivoted_cholesky(
-        d, lambda rows: rows_product(V, V[rows]), lambda rows: gram_columns(V, rows),
-        rel_tol * top, min(n, m),
-    )  # fmt: skip
+    F, r, _ = _pivoted_cholesky(d, partial(gram_columns, V), rel_tol * top, min(n, m))
     return F, r
 
 
@@ -78,8 +75,7 @@ def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float):
     d = np.array(np.diag(G)) if m else np.zeros(0)
     if not m or not float(d.max()) > 0:
         return None, 0, np.zeros(0, dtype=np.intp)
-    cols = partial(_upper_columns, G)
-    return _pivoted_cholesky(d, cols, cols, rel_tol * float(d.max()), m)
+    return _pivoted_cholesky(d, partial(_upper_columns, G), rel_tol * float(d.max()), m)
 
 
 def _upper_columns(G: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -91,11 +87,11 @@ def _upper_columns(G: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pivoted_cholesky(d, columns, all_columns, tol: float, width: int):
+def _pivoted_cholesky(d, columns, tol: float, width: int):
     """The blocked left-looking pivoted Cholesky factor of W (n x n, its diagonal d) from
-    its columns: ``columns(rows)`` gives W's columns of a block's candidates,
-    ``all_columns(rows)`` those of the rows left when the rest is factored at once; ``width``
-    the most columns the factor can have.  (F n x r, r, the pivots in order), (None, 0, no
+    its columns: ``columns(rows)`` gives W's columns of those rows as a new n x k array (a
+    block's candidates, or the rows left when the rest is factored at once); ``width`` the
+    most columns the factor can have.  (F n x r, r, the pivots in order), (None, 0, no
     pivots) when nothing exceeds ``tol``."""
     n = len(d)
     d = np.array(d, dtype=np.float64)  # the residual diagonal
@@ -110,11 +106,11 @@ def _pivoted_cholesky(d, columns, all_columns, tol: float, width: int):
         order = left[np.argsort(-d[left], kind="stable")]
         cand = order[:PIVOT_BLOCK]
         if formed + len(cand) > PIVOT_FINISH * n and formed > 2 * r:
-            return _finish_factor(all_columns, F, r, d, done, tol, taken)
+            return _finish_factor(columns, F, r, d, done, tol, taken)
         formed += len(cand)
         rest = d[order[PIVOT_BLOCK]] if len(order) > PIVOT_BLOCK else 0.0
         block_tol = max(tol, PIVOT_GUARD * rest)
-        R = columns(cand)  # W's columns of the candidates (a new array)
+        R = columns(cand)  # W's columns of the candidates
         if r:
             R -= rows_product(F[:, :r], F[cand, :r])  # their residual
         pivots, new = _pivot_block(R, cand, block_tol)
@@ -161,13 +157,13 @@ def _append_columns(F: np.ndarray, r: int, new: np.ndarray) -> tuple[np.ndarray,
     return F, r + k
 
 
-def _finish_factor(all_columns, F, r, d, done, tol, taken):
+def _finish_factor(columns, F, r, d, done, tol, taken):
     """The rest of :func:`_pivoted_cholesky`'s factor at once: W's columns of the remaining
     rows (``V V_S'`` by row tiles for rows), their residual ``W_SS - F_S F_S'`` factored by
     dpstrf with complete pivoting down to the threshold, the new columns of F from their
     residual columns."""
     rest = np.flatnonzero(~done & (d > tol))
-    R = all_columns(rest)  # W's columns of the remaining rows (a new array)
+    R = columns(rest)  # W's columns of the remaining rows
     if r:
         R -= rows_product(F[:, :r], F[rest, :r])
     pivots, new = _pivot_block(R, rest, tol)

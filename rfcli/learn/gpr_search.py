@@ -252,7 +252,7 @@ def scan(
             """Evaluate a line of points (independent of each other: on the tile threads
             of an enclosing rfcli.threads.tile_threads block), recorded in order."""
             ells = [np.asarray(e, dtype=np.float64) for e in ells]
-            keys = [tuple(np.round(np.log(e), 9)) for e in ells]
+            keys = [_key(e) for e in ells]
             new: dict[tuple, np.ndarray] = {}
             for kk, e in zip(keys, ells, strict=True):
                 if kk not in seen and kk not in new:
@@ -264,8 +264,7 @@ def scan(
                 done.update(zip([kk for kk, _ in part], outs, strict=True))
             for kk in keys:
                 if kk in done and kk not in seen:
-                    lml, a, b = done[kk]
-                    seen[kk] = {"ell": new[kk], "lml": lml, "log_s2": a, "log_lam": b}
+                    seen[kk] = _point(new[kk], done[kk])
                     best = max(seen.values(), key=lambda p: p["lml"])
                     task.update(best_lengthscale=", ".join(f"{v:.4g}" for v in best["ell"]),
                                 **{"LML (standardized y)": best["lml"]})  # fmt: skip
@@ -341,15 +340,25 @@ def polish(evaluate: Callable, points: list[dict], grids: list[np.ndarray], step
     return max(points, key=lambda p: p["lml"])
 
 
+def _key(ell) -> tuple:
+    """A scan point's identity: its log lengthscales to 9 decimals."""
+    return tuple(np.round(np.log(ell), 9))
+
+
+def _point(ell, out: tuple) -> dict:
+    """A scan point from its lengthscales and a profile's ``(lml, log s2, log lambda)``."""
+    lml, a, b = out
+    return {"ell": np.asarray(ell, dtype=np.float64), "lml": lml, "log_s2": a, "log_lam": b}
+
+
 def _at(evaluate: Callable, points: list[dict], ell: np.ndarray) -> dict:
-    key = tuple(np.round(np.log(ell), 9))
+    """The point of ``points`` at ``ell``, else ``ell`` evaluated and appended."""
+    key = _key(ell)
     for p in points:
-        if tuple(np.round(np.log(p["ell"]), 9)) == key:
+        if _key(p["ell"]) == key:
             return p
-    lml, a, b = evaluate(ell)
-    p = {"ell": np.asarray(ell, dtype=np.float64), "lml": lml, "log_s2": a, "log_lam": b}
-    points.append(p)
-    return p
+    points.append(_point(ell, evaluate(ell)))
+    return points[-1]
 
 
 #: the profiled search's tolerance on log lengthscale (a relative 1e-4 in the lengthscale)
@@ -377,8 +386,7 @@ def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | Non
         def at(u: float, ell: float | None = None) -> dict:
             if u not in seen:
                 ell = float(np.exp(u)) if ell is None else float(ell)
-                lml, a, b = evaluate(np.array([ell]))
-                seen[u] = {"ell": np.array([ell]), "lml": lml, "log_s2": a, "log_lam": b}
+                seen[u] = _point([ell], evaluate(np.array([ell])))
                 top = max(seen.values(), key=lambda p: p["lml"])
                 task.update(lengthscale=f"{top['ell'][0]:.4g}",
                             **{"LML (standardized y)": top["lml"]})  # fmt: skip

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rfcli.threads import tiled
+from rfcli.threads import run_tiles, tiled
 
 #: columns (features) per tile: 1,024 columns of a 600-row factor are 5 MB, cache-sized
 #: blocks for the products; rows per tile of a row Gram matrix
@@ -28,12 +28,6 @@ WIDE_GRAM = 2048
 
 def _spans(n: int, size: int) -> list[slice]:
     return [slice(a, min(a + size, n)) for a in range(0, n, size)] or [slice(0, 0)]
-
-
-def _run(fn, tiles) -> None:
-    """``fn(tile)`` for each tile, for its effect (tiles write disjoint parts of an output)."""
-    for _ in tiled(fn, tiles):
-        pass
 
 
 def weighted_gram(B: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
@@ -63,7 +57,7 @@ def rows_product(V: np.ndarray, B: np.ndarray) -> np.ndarray:
     def part(t: slice) -> None:
         out[t] = V[t] @ B.T
 
-    _run(part, _spans(V.shape[0], ROW_TILE))
+    run_tiles(part, _spans(V.shape[0], ROW_TILE))
     return out
 
 
@@ -96,7 +90,7 @@ def add_upper_gram(S: np.ndarray, A: np.ndarray) -> None:
             S[: t.start, t] += A[:, : t.start].T @ At
         S[t, t] += At.T @ At  # NumPy's syrk (mirrored)
 
-    _run(part, _spans(c, GRAM_TILE))
+    run_tiles(part, _spans(c, GRAM_TILE))
 
 
 def gram_temp_bytes(c: int, rows: int) -> int:
@@ -114,7 +108,7 @@ def left_product(Q: np.ndarray, V: np.ndarray) -> np.ndarray:
     def part(t: slice) -> None:
         out[:, t] = Q.T @ V[:, t]
 
-    _run(part, _spans(V.shape[1], COL_TILE))
+    run_tiles(part, _spans(V.shape[1], COL_TILE))
     return out
 
 

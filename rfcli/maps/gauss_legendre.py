@@ -190,7 +190,7 @@ class GaussLegendreMap(FeatureMap):
         enclosing :func:`rfcli.threads.tile_threads` block (a GP pass that keeps its rows
         transforms them all as one chunk); each row's features are the same whatever the
         tiles."""
-        from rfcli.threads import tiled
+        from rfcli.threads import run_tiles
 
         self._check_fitted()
         X = np.asarray(X, dtype=np.float64)
@@ -204,8 +204,7 @@ class GaussLegendreMap(FeatureMap):
             np.cos(Z, out=out[a : a + TRANSFORM_ROWS, :m])
             np.sin(Z, out=out[a : a + TRANSFORM_ROWS, m:])
 
-        for _ in tiled(rows, range(0, len(X), TRANSFORM_ROWS)):
-            pass
+        run_tiles(rows, range(0, len(X), TRANSFORM_ROWS))
         return out, None
 
     def weights(self, ell) -> np.ndarray:
