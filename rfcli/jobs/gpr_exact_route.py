@@ -5,7 +5,7 @@ the numerics: rfcli.learn.gpr_exact).  :class:`ExactRoute` is a part of
 :class:`rfcli.jobs.gpr_levels.Levels`, which it reads: ``s`` (GPRSettings), ``bounds``,
 ``n_ell``, ``d``, ``budget``, ``xy`` and ``n`` (the first pass's rows), ``report``,
 ``clock``, ``progress``, ``history``, ``levels``, ``base``, ``passes``, and the row
-sample's features (``_sample_inputs``, ``_sample_features``, ``_keep_sample_features``).
+sample's features (rfcli.jobs.gpr_sample.SampleChecks).
 """
 
 from __future__ import annotations

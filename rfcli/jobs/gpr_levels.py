@@ -18,7 +18,7 @@ be learned as extra noise).  The matrix error is what the likelihood sees: its s
 grows with n even where every entry is small (on the ggplot2 seals set, 808 rows: entries
 within 1.2e-5 of the signal, spectral norm 3.4e-4, half the noise/signal ratio), so it is
 estimated on the row sample, ``(n / k) ||K~_k - K_k||_2`` for k sample rows
-(:meth:`Levels._data_error`).  When it is too large the tolerance is scaled down to reach
+(rfcli.jobs.gpr_sample).  When it is too large the tolerance is scaled down to reach
 NOISE_REFINE x the ratio and the levels go on with finer rules.  Rules are sized by their
 pruned node count against the memory budget (``memory``; default the machine's physical
 memory: :func:`rfcli.learn.gpr.max_gp_nodes`).  The shared learning steps are
@@ -43,6 +43,7 @@ from rfcli.jobs.gpr_learn import (
     theta_of,
     timed,
 )
+from rfcli.jobs.gpr_sample import SampleChecks
 from rfcli.learn.gpr import (
     GPStats,
     fit_hyperparameters,
@@ -60,7 +61,6 @@ from rfcli.learn.gpr_search import (
     profile_maximum,
     scan,
 )
-from rfcli.learn.tiles import weighted_gram
 from rfcli.maps import glf_rules
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import RuleTooLarge
@@ -124,7 +124,7 @@ def _glf_pass(data, d: int, k: int, seed: int, shift: float = 0.0, keep_rows: bo
     return st, ext
 
 
-class Levels(ExactRoute):
+class Levels(ExactRoute, SampleChecks):
     """GLF on raw input: the coarse rule and its scans, then levels of rules around the
     optimum (module docstring).  ``stats(encoder, title, fn, args)`` makes one pass."""
 
@@ -145,8 +145,7 @@ class Levels(ExactRoute):
         self.levels: list[dict] = []
         self.history: list[dict] = []
         self._designs: dict = {}
-        self._sample_map: GaussLegendreMap | None = None  # _sample_features' cache
-        self._sample_F: np.ndarray | None = None
+        self._init_sample_checks()
         self.tol = float(s.tol)  # lowered when the learned noise asks for it
         self.memory = memory  # the job's budget (None: physical memory)
         self.budget = memory if memory is not None else physical_memory()
@@ -675,40 +674,6 @@ class Levels(ExactRoute):
         self.levels.append(level)
         return level
 
-    def _data_error(self, fmap: GaussLegendreMap, ell: np.ndarray, n: int) -> float:
-        """The kernel matrix's quadrature error on the data, in units of the signal variance:
-        ``(n / k) ||K~_k - K_k||_2`` on the k rows of the row sample (the spectral norm of an
-        n x n matrix of a bounded kernel function grows as n times that of its operator on
-        the data's distribution, which the sample's matrix / k estimates)."""
-        X = self._sample_inputs
-        with timed(self.clock, "kernel error on the data"), one_blas_thread():
-            F = self._sample_features(fmap)
-            E = weighted_gram(F, fmap.weights(ell))
-            E -= glf_rules.stationary_kernel(self.s.kernel, X, X, ell)
-            top = spectral_norm((E + E.T) / 2)
-        return top * max(n, len(X)) / len(X)
-
-    def _sample_features(self, fmap: GaussLegendreMap) -> np.ndarray:
-        """``fmap``'s features of the row sample's rows (the kernel error on the data, the
-        rank estimate of the exact route), kept for the last map asked: a level's rank
-        check and its kernel error after learning transform the sample once (1,000 rows of
-        13,570 features are 108 MB)."""
-        if self._sample_map is not fmap:
-            self._keep_sample_features(None)  # the previous map's go first
-            self._sample_F = fmap.transform(self._sample_inputs)
-            self._sample_map = fmap
-        return self._sample_F
-
-    def _keep_sample_features(self, fmap: GaussLegendreMap | None) -> None:
-        """Drop :meth:`_sample_features`' kept features unless they are ``fmap``'s."""
-        if self._sample_map is not fmap or fmap is None:
-            self._sample_map = self._sample_F = None
-
-    @property
-    def _sample_inputs(self) -> np.ndarray:
-        """The preprocessed inputs of the row sample's first ``sample_rows`` rows."""
-        return self.xy[: self.s.sample_rows, :-1]
-
     def _done(self, enc, st, red, spectral, theta, history, level=None):
         level = level or self.levels[-1]
         self.report["levels"] = self.levels
@@ -723,21 +688,3 @@ class Levels(ExactRoute):
             self.report["kernel_tol"] = level["kernel_tol"]
         fit = Fit(enc, st, red, spectral, theta, history, "glf", self.n_ell, [])
         return fit, self.passes
-
-
-def spectral_norm(E: np.ndarray) -> float:
-    """The largest eigenvalue magnitude of a symmetric matrix, by Lanczos iteration (ARPACK,
-    from a fixed seeded start vector: the same number at every call): 4 ms against 50 ms
-    for all eigenvalues of a 1,000 x 1,000 matrix, the same value to rounding.  Small
-    matrices take the full eigendecomposition."""
-    n = E.shape[0]
-    if n <= 64 or not np.any(E):
-        return float(np.max(np.abs(np.linalg.eigvalsh(E)))) if n else 0.0
-    from scipy.sparse.linalg import ArpackError, eigsh
-
-    v0 = np.random.default_rng(0).standard_normal(n)
-    try:
-        top = eigsh(E, k=1, which="LM", v0=v0, tol=1e-10, return_eigenvectors=False)
-    except ArpackError:  # no convergence (ArpackNoConvergence is one): all of them
-        return float(np.max(np.abs(np.linalg.eigvalsh(E))))
-    return float(abs(top[0]))

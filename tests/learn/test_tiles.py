@@ -128,7 +128,7 @@ def test_tiles_started_inside_a_tile_run_in_its_thread():
 
 
 def test_spectral_norm_of_zero_and_of_indefinite_matrices():
-    from rfcli.jobs.gpr_levels import spectral_norm
+    from rfcli.jobs.gpr_sample import spectral_norm
 
     assert spectral_norm(np.zeros((200, 200))) == 0.0
     rng = np.random.default_rng(0)
