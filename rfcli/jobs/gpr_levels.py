@@ -465,10 +465,7 @@ class Levels(ExactRoute, SampleChecks):
             if prev is not None:
                 level["moved"] = float(np.max(np.abs(theta - prev[0])))
                 level["lml_change"] = float(level["lml"] - prev[1])
-            inside = np.all(
-                ((ell / F_FINAL >= ranges[:, 0]) | (ranges[:, 0] <= self.bounds[:, 0]))
-                & ((ell * F_FINAL <= ranges[:, 1]) | (ranges[:, 1] >= self.bounds[:, 1]))
-            )
+            inside = self._inside(ell, ranges)
             state = (enc, st, red, spectral, theta, self.history, level)
             joined = [
                 c
@@ -543,6 +540,14 @@ class Levels(ExactRoute, SampleChecks):
                 return state, level["lml"], False, ell
             prev = (theta, level["lml"])
             ranges, thetas = nxt, [np.exp(theta)]
+
+    def _inside(self, ell: np.ndarray, ranges: np.ndarray) -> bool:
+        """Whether an optimum lies a factor F_FINAL inside the range it was optimized in, or
+        on an edge that is the bound itself (it can go no further)."""
+        return bool(np.all(
+            ((ell / F_FINAL >= ranges[:, 0]) | (ranges[:, 0] <= self.bounds[:, 0]))
+            & ((ell * F_FINAL <= ranges[:, 1]) | (ranges[:, 1] >= self.bounds[:, 1]))
+        ))  # fmt: skip
 
     def _profiled(self, red, thetas: list[np.ndarray]) -> bool:
         """Whether a level learns by the profiled search (:meth:`_profile_fit`) rather than

@@ -587,6 +587,24 @@ def test_a_group_on_its_edge_heading_for_a_finished_optimum_joins_it():
     assert not lv._heading_for(np.array([0.001, 1.0]), at_bound, np.array([0.0005, 1.0]))
 
 
+def test_a_level_is_final_a_factor_f_final_inside_its_range():
+    """An optimum 1.1 inside its range is final (ggplot2::diamonds with --ard: 1.14, where a
+    third level moved it by 0.07%); one on the range's edge, or just inside it, is not,
+    unless that edge is the bound."""
+    from rfcli.jobs.gpr_levels import F_FINAL, Levels
+
+    lv = Levels.__new__(Levels)
+    lv.bounds = np.array([[0.01, 20.0], [0.01, 20.0]])
+    ranges = np.array([[0.56, 1.26], [10.0, 22.6]])
+    lv.bounds[1, 1] = 30.0
+    assert lv._inside(np.array([0.56 * 1.1, 15.0]), ranges)
+    assert not lv._inside(np.array([0.56, 15.0]), ranges)  # held by the edge
+    assert not lv._inside(np.array([0.56 * F_FINAL * 0.99, 15.0]), ranges)
+    assert not lv._inside(np.array([0.8, 22.6 / 1.01]), ranges)  # near the upper edge
+    lv.bounds[1, 1] = 22.6  # that edge is the bound: the optimum goes no further
+    assert lv._inside(np.array([0.8, 22.6]), ranges)
+
+
 def test_levels_reach_the_sample_scans_best_point_at_once(tmp_path):
     """An AR(1) series on a random subset of the years: the likelihood peaks near the
     smallest lengthscales, where the sample scan puts its best point; the first level's
