@@ -363,20 +363,78 @@ def _at(evaluate: Callable, points: list[dict], ell: np.ndarray) -> dict:
 
 #: the profiled search's tolerance on log lengthscale (a relative 1e-4 in the lengthscale)
 PROFILE_XATOL = 1e-4
+#: the profiled search from a start first tries the start's neighbours this far off in log
+#: lengthscale (a factor 1.105)
+PROFILE_STEP = 0.1
+
+
+def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | None:
+    """The maximum of ``f`` near ``u0`` by successive parabolic interpolation.  u0 and
+    its neighbours at +-PROFILE_STEP bracket it when u0 is the highest of them; where a
+    neighbour is higher, steps go on uphill, each twice the last, until the middle point is
+    the highest, or to the range's end (``lo`` or ``hi`` itself, returned when it is the
+    highest).  Then the vertex of the parabola through the bracket's three points is
+    evaluated and the bracket narrowed to the best three around the best, until the vertex
+    moves less than PROFILE_XATOL from the best point (a golden-section step where the
+    vertex falls outside the bracket).  None where u0's neighbours leave the range (Brent's
+    search over it then).  Near a smooth maximum each vertex about squares the error:
+    DAAG::edcT's level, 7 evaluations where Brent's bounded search over the level's range
+    (golden section with parabolic steps, which starts from the range's golden point, not
+    from the start) took 11; ggplot2::diamonds, whose start lies a factor 1.17 above the
+    maximum, 8 where it took 9."""
+    a, b = u0 - PROFILE_STEP, u0 + PROFILE_STEP
+    if not lo < a < b < hi:
+        return None
+    (x1, f1), (x2, f2), (x3, f3) = (a, f(a)), (u0, f(u0)), (b, f(b))
+    step = PROFILE_STEP
+    while not (f2 >= f1 and f2 >= f3):  # walk uphill, steps doubling, until bracketed
+        step *= 2
+        if f1 > f2:
+            u = max(x1 - step, lo)
+            (x1, f1), (x2, f2), (x3, f3) = (u, f(u)), (x1, f1), (x2, f2)
+            if u == lo and f1 >= f2:
+                return lo  # still rising at the range's end: the maximum is there
+        else:
+            u = min(x3 + step, hi)
+            (x1, f1), (x2, f2), (x3, f3) = (x2, f2), (x3, f3), (u, f(u))
+            if u == hi and f3 >= f2:
+                return hi
+    for _ in range(60):
+        den = (x2 - x1) * (f2 - f3) - (x2 - x3) * (f2 - f1)
+        num = (x2 - x1) ** 2 * (f2 - f3) - (x2 - x3) ** 2 * (f2 - f1)
+        v = x2 - 0.5 * num / den if den != 0 else np.nan
+        if not x1 < v < x3:  # golden section into the wider side
+            v = x2 + 0.381966 * ((x3 - x2) if x3 - x2 > x2 - x1 else (x1 - x2))
+        if abs(v - x2) < PROFILE_XATOL or x3 - x1 < 2 * PROFILE_XATOL:
+            break
+        # a point too near the bracket's ends moves inward by the tolerance
+        v = min(max(v, x1 + PROFILE_XATOL), x3 - PROFILE_XATOL)
+        fv = f(v)
+        if fv > f2:
+            (x1, f1), (x3, f3) = ((x1, f1), (x2, f2)) if v < x2 else ((x2, f2), (x3, f3))
+            x2, f2 = v, fv
+        elif v < x2:
+            x1, f1 = v, fv
+        else:
+            x3, f3 = v, fv
+    return float(x2)
 
 
 def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | None = None,
                     progress: Progress | None = None,
                     title: str = "GP profile search") -> tuple[dict, int]:  # fmt: skip
     """The maximum of a profiled LML ``evaluate`` (one lengthscale; the signal and noise
-    variances maximized exactly for each, :func:`glf_profile`) over lengthscales in [lo, hi]:
-    Brent's method in log lengthscale (golden section with parabolic steps; SciPy's bounded
-    ``minimize_scalar``) to PROFILE_XATOL.  Brent never evaluates the ends, so a maximum
-    within 10 PROFILE_XATOL of one is compared with the end itself, ``lo`` or ``hi`` exactly
-    (an optimum held by its range's edge is then there, as L-BFGS-B's is).  ``start``: a
-    lengthscale evaluated first and kept unless the search beats it by more than
-    L-BFGS-B's relative stop (on a flat likelihood Brent's points wander; L-BFGS-B would not
-    leave its start).  Returns (the point {ell, lml, log_s2, log_lam}, the evaluations)."""
+    variances maximized exactly for each, :func:`glf_profile`) over lengthscales in [lo, hi],
+    to PROFILE_XATOL in log lengthscale: from a ``start``, successive parabolic
+    interpolation around it (:func:`_parabolic_maximum`); else, or where the start's
+    neighbours leave the range, Brent's method over the range (golden section with
+    parabolic steps; SciPy's bounded ``minimize_scalar``).  Brent never evaluates the ends,
+    so a maximum within 10 PROFILE_XATOL of one is compared with the end itself, ``lo`` or
+    ``hi`` exactly (an optimum held by its range's edge is then there, as L-BFGS-B's is).
+    ``start``: a lengthscale evaluated first and kept unless the search beats it by more
+    than L-BFGS-B's relative stop (on a flat likelihood the points wander; L-BFGS-B would
+    not leave its start).  Returns (the point {ell, lml, log_s2, log_lam}, the
+    evaluations)."""
     from scipy.optimize import minimize_scalar
 
     seen: dict[float, dict] = {}
@@ -400,11 +458,22 @@ def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | Non
         if start is not None:
             s0 = float(np.clip(start, lo, hi))
             first = at(float(np.log(s0)), s0)
-        res = minimize_scalar(lambda u: -at(float(u))["lml"], bounds=(ends[0][0], ends[1][0]),
-                              method="bounded", options={"xatol": PROFILE_XATOL})  # fmt: skip
-        best = at(float(res.x))
+        top = None
+        if first is not None:
+
+            def lml_at(u: float) -> float:  # the range's ends at lo and hi exactly
+                return at(u, next((e for v, e in ends if v == u), None))["lml"]
+
+            top = _parabolic_maximum(lml_at, float(np.log(first["ell"][0])), ends[0][0],
+                                     ends[1][0])  # fmt: skip
+        if top is None:
+            res = minimize_scalar(lambda u: -at(float(u))["lml"],
+                                  bounds=(ends[0][0], ends[1][0]), method="bounded",
+                                  options={"xatol": PROFILE_XATOL})  # fmt: skip
+            top = float(res.x)
+        best = at(top)
         for u, ell in ends:
-            if abs(float(res.x) - u) <= 10 * PROFILE_XATOL and at(u, ell)["lml"] > best["lml"]:
+            if abs(top - u) <= 10 * PROFILE_XATOL and at(u, ell)["lml"] > best["lml"]:
                 best = at(u, ell)
         if first is not None and best["lml"] - first["lml"] <= LBFGSB_FTOL * max(
             abs(best["lml"]), abs(first["lml"]), 1.0

@@ -842,6 +842,27 @@ def test_polish_never_returns_less_than_the_best_point_it_or_the_scan_evaluated(
     assert np.median(gains) > 0  # it does move
 
 
+def test_profile_maximum_from_a_start_walks_to_the_maximum_and_narrows_on_it():
+    """From a start the search brackets the maximum around it (walking uphill where it lies
+    beyond the start's neighbours) and narrows on it by parabolas: within the tolerance;
+    from a start within a factor 1.35 of it (a scan's point), in fewer evaluations than
+    Brent's search over the whole range (5-6 against 9 here); from far, in about as many."""
+    peak = 0.37
+
+    def evaluate(ell):
+        u = np.log(ell[0]) - peak
+        return float(-np.cosh(u) - 0.05 * u**3), 0.0, 0.0
+
+    _, brent = profile_maximum(evaluate, 0.05, 20.0)
+    for off in (0.02, -0.1, 0.3, 0.6, -1.3):
+        best, evals = profile_maximum(evaluate, 0.05, 20.0, start=np.exp(peak + off))
+        assert np.log(best["ell"][0]) == pytest.approx(peak, abs=2e-4)
+        assert evals < brent if abs(off) <= 0.3 else evals <= brent + 3
+    assert profile_maximum(evaluate, 0.05, np.exp(peak - 0.5), start=0.3)[0]["ell"][0] == (
+        np.exp(peak - 0.5)  # rising to the range's end: hi exactly
+    )
+
+
 def test_profile_maximum_keeps_its_start_on_a_flat_likelihood_and_ends_exact():
     evals = []
 
