@@ -323,19 +323,13 @@ def polish(evaluate: Callable, points: list[dict], grids: list[np.ndarray], step
             (u0, f0), (u1, f1), (u2, f2) = [(np.log(p["ell"][j]), p["lml"]) for p in trio]
             if not (f1 >= f0 and f1 >= f2):
                 break  # a neighbour is higher: no maximum bracketed here
-            den = (u1 - u0) * (f1 - f2) - (u1 - u2) * (f1 - f0)
-            if not den < 0 and not den > 0:
-                break  # flat
-            u = u1 - 0.5 * ((u1 - u0) ** 2 * (f1 - f2) - (u1 - u2) ** 2 * (f1 - f0)) / den
+            u = _vertex(u0, f0, u1, f1, u2, f2)
             if not u0 < u < u2 or abs(u - u1) < 1e-3:
-                break
+                break  # flat (no vertex), or no step left
             ell = trio[1]["ell"].copy()
             ell[j] = np.exp(u)
             p = _at(evaluate, points, ell)
-            if p["lml"] > trio[1]["lml"]:  # the new best; the old one bounds its side
-                trio = [trio[0], p, trio[1]] if u < u1 else [trio[1], p, trio[2]]
-            else:
-                trio = [p, trio[1], trio[2]] if u < u1 else [trio[0], trio[1], p]
+            trio = _narrowed(trio, p, u < u1, p["lml"] > trio[1]["lml"])
         best = max(trio, key=lambda p: p["lml"])
     return max(points, key=lambda p: p["lml"])
 
@@ -385,24 +379,23 @@ def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | 
     a, b = u0 - PROFILE_STEP, u0 + PROFILE_STEP
     if not lo < a < b < hi:
         return None
-    (x1, f1), (x2, f2), (x3, f3) = (a, f(a)), (u0, f(u0)), (b, f(b))
+    trio = [(a, f(a)), (u0, f(u0)), (b, f(b))]
     step = PROFILE_STEP
-    while not (f2 >= f1 and f2 >= f3):  # walk uphill, steps doubling, until bracketed
-        step *= 2
-        if f1 > f2:
-            u = max(x1 - step, lo)
-            (x1, f1), (x2, f2), (x3, f3) = (u, f(u)), (x1, f1), (x2, f2)
-            if u == lo and f1 >= f2:
+    while not (trio[1][1] >= trio[0][1] and trio[1][1] >= trio[2][1]):  # walk uphill,
+        step *= 2  # steps doubling, until bracketed
+        if trio[0][1] > trio[1][1]:
+            u = max(trio[0][0] - step, lo)
+            trio = [(u, f(u)), *trio[:2]]
+            if u == lo and trio[0][1] >= trio[1][1]:
                 return lo  # still rising at the range's end: the maximum is there
         else:
-            u = min(x3 + step, hi)
-            (x1, f1), (x2, f2), (x3, f3) = (x2, f2), (x3, f3), (u, f(u))
-            if u == hi and f3 >= f2:
+            u = min(trio[2][0] + step, hi)
+            trio = [*trio[1:], (u, f(u))]
+            if u == hi and trio[2][1] >= trio[1][1]:
                 return hi
     for _ in range(60):
-        den = (x2 - x1) * (f2 - f3) - (x2 - x3) * (f2 - f1)
-        num = (x2 - x1) ** 2 * (f2 - f3) - (x2 - x3) ** 2 * (f2 - f1)
-        v = x2 - 0.5 * num / den if den != 0 else np.nan
+        (x1, f1), (x2, f2), (x3, f3) = trio
+        v = _vertex(x1, f1, x2, f2, x3, f3)
         if not x1 < v < x3:  # golden section into the wider side
             v = x2 + 0.381966 * ((x3 - x2) if x3 - x2 > x2 - x1 else (x1 - x2))
         if abs(v - x2) < PROFILE_XATOL or x3 - x1 < 2 * PROFILE_XATOL:
@@ -410,14 +403,27 @@ def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | 
         # a point too near the bracket's ends moves inward by the tolerance
         v = min(max(v, x1 + PROFILE_XATOL), x3 - PROFILE_XATOL)
         fv = f(v)
-        if fv > f2:
-            (x1, f1), (x3, f3) = ((x1, f1), (x2, f2)) if v < x2 else ((x2, f2), (x3, f3))
-            x2, f2 = v, fv
-        elif v < x2:
-            x1, f1 = v, fv
-        else:
-            x3, f3 = v, fv
-    return float(x2)
+        trio = _narrowed(trio, (v, fv), v < x2, fv > f2)
+    return float(trio[1][0])
+
+
+def _vertex(u0: float, f0: float, u1: float, f1: float, u2: float, f2: float) -> float:
+    """The abscissa of the parabola's vertex through (u0, f0), (u1, f1), (u2, f2)
+    (docs/methods.md); NaN where they lie on a line."""
+    den = (u1 - u0) * (f1 - f2) - (u1 - u2) * (f1 - f0)
+    if not den < 0 and not den > 0:
+        return float("nan")
+    return u1 - 0.5 * ((u1 - u0) ** 2 * (f1 - f2) - (u1 - u2) ** 2 * (f1 - f0)) / den
+
+
+def _narrowed(trio: list, new, left: bool, better: bool) -> list:
+    """A bracket of three points (the best in the middle) after ``new`` was evaluated
+    ``left`` of the middle or right of it: the new middle when it is ``better``, the old
+    one then bounding its side; else ``new`` bounds its side."""
+    a, b, c = trio
+    if better:
+        return [a, new, b] if left else [b, new, c]
+    return [new, b, c] if left else [a, b, new]
 
 
 def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | None = None,
