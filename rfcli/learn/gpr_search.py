@@ -360,6 +360,10 @@ PROFILE_XATOL = 1e-4
 #: the profiled search from a start first tries the start's neighbours this far off in log
 #: lengthscale (a factor 1.105)
 PROFILE_STEP = 0.1
+#: it stops when a vertex moves less than PROFILE_XATOL after a step of less than this
+#: (near a smooth maximum each step about squares the error; a vertex on the best point
+#: after a long step is no sign of convergence: a kink, or a symmetric bracket)
+PROFILE_CONVERGED = 100 * PROFILE_XATOL
 
 
 def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | None:
@@ -369,13 +373,16 @@ def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | 
     the highest, or to the range's end (``lo`` or ``hi`` itself, returned when it is the
     highest).  Then the vertex of the parabola through the bracket's three points is
     evaluated and the bracket narrowed to the best three around the best, until the vertex
-    moves less than PROFILE_XATOL from the best point (a golden-section step where the
-    vertex falls outside the bracket).  None where u0's neighbours leave the range (Brent's
-    search over it then).  Near a smooth maximum each vertex about squares the error:
-    DAAG::edcT's level, 7 evaluations where Brent's bounded search over the level's range
-    (golden section with parabolic steps, which starts from the range's golden point, not
-    from the start) took 11; ggplot2::diamonds, whose start lies a factor 1.17 above the
-    maximum, 8 where it took 9."""
+    moves less than PROFILE_XATOL from the best point after a step below
+    PROFILE_CONVERGED, or the bracket is narrower than 2 PROFILE_XATOL.  A golden-section
+    step replaces the vertex where it falls outside the bracket, sits on the best point
+    before the steps converged, or would move at least half as far as the step before last
+    (Brent's safeguard).  None where u0's neighbours leave the range (Brent's search over it
+    then).  Near a smooth maximum each vertex about squares the error: DAAG::edcT's level,
+    7 evaluations where Brent's bounded search over the level's range (golden section with
+    parabolic steps, which starts from the range's golden point, not from the start) took
+    11; ggplot2::diamonds, whose start lies a factor 1.17 above the maximum, 8 where it took
+    9."""
     a, b = u0 - PROFILE_STEP, u0 + PROFILE_STEP
     if not lo < a < b < hi:
         return None
@@ -393,13 +400,20 @@ def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | 
             trio = [*trio[1:], (u, f(u))]
             if u == hi and trio[2][1] >= trio[1][1]:
                 return hi
-    for _ in range(60):
+    moves = [np.inf, np.inf]
+    for _ in range(100):
         (x1, f1), (x2, f2), (x3, f3) = trio
-        v = _vertex(x1, f1, x2, f2, x3, f3)
-        if not x1 < v < x3:  # golden section into the wider side
-            v = x2 + 0.381966 * ((x3 - x2) if x3 - x2 > x2 - x1 else (x1 - x2))
-        if abs(v - x2) < PROFILE_XATOL or x3 - x1 < 2 * PROFILE_XATOL:
+        if x3 - x1 < 2 * PROFILE_XATOL:
             break
+        v = _vertex(x1, f1, x2, f2, x3, f3)
+        if abs(v - x2) < PROFILE_XATOL and moves[-1] < PROFILE_CONVERGED:
+            break  # the parabolas converge on x2
+        # golden section into the wider side where the vertex leaves the bracket, sits on
+        # x2 before the steps converged (a kink), or moves at least half as far as the step
+        # before last (Brent's safeguard against parabolas that stall)
+        if not x1 < v < x3 or abs(v - x2) < PROFILE_XATOL or abs(v - x2) >= moves[-2] / 2:
+            v = x2 + 0.381966 * ((x3 - x2) if x3 - x2 > x2 - x1 else (x1 - x2))
+        moves.append(abs(v - x2))
         # a point too near the bracket's ends moves inward by the tolerance
         v = min(max(v, x1 + PROFILE_XATOL), x3 - PROFILE_XATOL)
         fv = f(v)

@@ -861,6 +861,12 @@ def test_profile_maximum_from_a_start_walks_to_the_maximum_and_narrows_on_it():
     assert profile_maximum(evaluate, 0.05, np.exp(peak - 0.5), start=0.3)[0]["ell"][0] == (
         np.exp(peak - 0.5)  # rising to the range's end: hi exactly
     )
+    # a kink: the walk's bracket puts the first vertex right on its middle point, which is
+    # 0.1 off; golden steps go on until the parabolas converge or the bracket is narrow
+    for off in (0.6, -1.3):
+        best, _ = profile_maximum(lambda e: (-abs(np.log(e[0]) - peak), 0.0, 0.0), 0.05, 20.0,
+                                  start=np.exp(peak + off))  # fmt: skip
+        assert np.log(best["ell"][0]) == pytest.approx(peak, abs=2e-4)
 
 
 def test_profile_maximum_keeps_its_start_on_a_flat_likelihood_and_ends_exact():
