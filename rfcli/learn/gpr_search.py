@@ -458,12 +458,13 @@ def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | Non
     from scipy.optimize import minimize_scalar
 
     seen: dict[float, dict] = {}
+    exact: dict[float, float] = {}  # log lengthscales evaluated at their lengthscale exactly
     progress = progress or NullProgress()
     with progress.task(title, None, unit="evaluations") as task:
 
-        def at(u: float, ell: float | None = None) -> dict:
+        def at(u: float) -> dict:
             if u not in seen:
-                ell = float(np.exp(u)) if ell is None else float(ell)
+                ell = exact.get(u, float(np.exp(u)))
                 seen[u] = _point([ell], evaluate(np.array([ell])))
                 top = max(seen.values(), key=lambda p: p["lml"])
                 task.update(lengthscale=f"{top['ell'][0]:.4g}",
@@ -471,30 +472,24 @@ def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | Non
                 task.advance(1)
             return seen[u]
 
-        ends = ((float(np.log(lo)), lo), (float(np.log(hi)), hi))
-        if ends[1][0] - ends[0][0] <= PROFILE_XATOL:
-            return at(*ends[0]), len(seen)
-        first = None
+        ends = (float(np.log(lo)), float(np.log(hi)))
+        exact.update(zip(ends, (float(lo), float(hi)), strict=True))
+        if ends[1] - ends[0] <= PROFILE_XATOL:
+            return at(ends[0]), len(seen)
+        first = top = None
         if start is not None:
             s0 = float(np.clip(start, lo, hi))
-            first = at(float(np.log(s0)), s0)
-        top = None
-        if first is not None:
-
-            def lml_at(u: float) -> float:  # the range's ends at lo and hi exactly
-                return at(u, next((e for v, e in ends if v == u), None))["lml"]
-
-            top = _parabolic_maximum(lml_at, float(np.log(first["ell"][0])), ends[0][0],
-                                     ends[1][0])  # fmt: skip
+            exact[float(np.log(s0))] = s0
+            first = at(float(np.log(s0)))
+            top = _parabolic_maximum(lambda u: at(u)["lml"], float(np.log(s0)), *ends)
         if top is None:
-            res = minimize_scalar(lambda u: -at(float(u))["lml"],
-                                  bounds=(ends[0][0], ends[1][0]), method="bounded",
+            res = minimize_scalar(lambda u: -at(float(u))["lml"], bounds=ends, method="bounded",
                                   options={"xatol": PROFILE_XATOL})  # fmt: skip
             top = float(res.x)
         best = at(top)
-        for u, ell in ends:
-            if abs(top - u) <= 10 * PROFILE_XATOL and at(u, ell)["lml"] > best["lml"]:
-                best = at(u, ell)
+        for end in ends:
+            if abs(top - end) <= 10 * PROFILE_XATOL and at(end)["lml"] > best["lml"]:
+                best = at(end)
         if first is not None and best["lml"] - first["lml"] <= LBFGSB_FTOL * max(
             abs(best["lml"]), abs(first["lml"]), 1.0
         ):
