@@ -120,6 +120,22 @@ def check_fits(what: str, need: int, budget: int, hint: str) -> None:
         )
 
 
+def small_pages() -> None:
+    """Ask NumPy (through its documented ``NUMPY_MADVISE_HUGEPAGE``) not to request
+    transparent huge pages for its large arrays in this process; a user's own setting of the
+    variable is kept.  Call it before NumPy is imported (the CLI does, first thing).
+
+    NumPy marks every array of 4 MiB or more for huge pages (``madvise``).  rfcli's
+    learners allocate and free many such arrays (a GP level's feature blocks and factors,
+    a pass's decoded chunks), and on Linux kernels whose huge-page setting is ``madvise``
+    every first touch of one then waits for a zeroed, often compacted, 2 MiB page.
+    Measured on a 2-core VM (docs/gpr.md, "What it costs"): system time of a GP fit
+    0.8-3.3 s with huge pages against 0.2-0.5 s without, for the same user time
+    (ggplot2::diamonds with ``--ard`` 10.1-11.1 s -> 8.2-9.4 s); the encode and the small
+    fits are unchanged."""
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+
+
 def steady_malloc() -> None:
     """glibc settings for the many passes of a learner (``rfcli train``): arrays up to 64 MiB
     come from the heap and up to 256 MiB of freed heap stay mapped (as :func:`encode_malloc`),

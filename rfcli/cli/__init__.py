@@ -307,6 +307,9 @@ def _terminate(signum, frame):
 def main() -> None:
     import signal
 
+    from rfcli.memory import small_pages
+
+    small_pages()  # before NumPy's import: no huge pages for short-lived arrays
     signal.signal(signal.SIGTERM, _terminate)
     try:
         cli(prog_name="rfcli")

@@ -185,3 +185,28 @@ def test_the_fast_exit_keeps_status_handlers_and_output(tmp_path, args, status):
     assert r.returncode == status
     assert r.stdout.startswith("buffered line\n")
     assert mark.exists()
+
+
+def _huge_pages_after(*args: str, env: dict[str, str] | None = None) -> str:
+    """NumPy's huge-page choice at the end of ``rfcli ARGS`` in a fresh interpreter (the
+    setter returns the value it replaces)."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('\\nHUGE ' + str(__import__("
+        "'numpy._core.multiarray', fromlist=['x'])._set_madvise_hugepage(True)) + '\\n'))\n"
+        f"sys.argv = ['rfcli', *{list(args)!r}]\n"
+        "from rfcli.cli import main\n"
+        "main()\n"
+    )
+    full = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**full, **(env or {})})  # fmt: skip
+    return [x for x in r.stderr.splitlines() if x.startswith("HUGE")][-1].split()[1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="huge pages: Linux")
+def test_the_cli_asks_numpy_for_no_huge_pages_unless_the_user_chose():
+    """rfcli.memory.small_pages: system time of the GP fits (docs/gpr.md)."""
+    args = ("fit-quantizer", "--kind", "lm", "-b", "1")
+    assert _huge_pages_after(*args) == "False"
+    assert _huge_pages_after(*args, env={"NUMPY_MADVISE_HUGEPAGE": "1"}) == "True"
