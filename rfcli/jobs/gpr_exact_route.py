@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rfcli.jobs.gpr_learn import Fit, theta_of, timed
-from rfcli.learn.gpr import fit_hyperparameters
 from rfcli.learn.gpr_exact import ExactGP, exact_memory_need, max_exact_rows
 from rfcli.learn.gpr_factor import feature_rank
+from rfcli.learn.gpr_optimize import fit_hyperparameters
 from rfcli.threads import one_blas_thread
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ class ExactRoute:
         starts = thetas + [theta_of(p) for p in later]
         title = f"GP L-BFGS-B (exact GP, {gp.n} rows)"
         with timed(self.clock, "exact GP"), one_blas_thread():
-            res, history = fit_hyperparameters(gp.lml_and_grad, box, starts,
+            res, history = fit_hyperparameters(gp.terms, box, starts,
                                                progress=self.progress, title=title)  # fmt: skip
         theta = res.x
         ell = np.exp(theta[1 : 1 + self.n_ell])

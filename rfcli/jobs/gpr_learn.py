@@ -21,9 +21,9 @@ from rfcli.learn.gpr import (
     GPStats,
     Reduced,
     constant_spectral,
-    fit_hyperparameters,
     glf_objective,
 )
+from rfcli.learn.gpr_optimize import fit_hyperparameters
 from rfcli.learn.gpr_search import (
     glf_profile,
     lengthscale_grid,

@@ -46,13 +46,13 @@ from rfcli.jobs.gpr_learn import (
 from rfcli.jobs.gpr_sample import SampleChecks
 from rfcli.learn.gpr import (
     GPStats,
-    fit_hyperparameters,
     glf_objective,
     glf_spectral,
     gp_memory_need,
     lml_and_grad,
     max_gp_nodes,
 )
+from rfcli.learn.gpr_optimize import fit_hyperparameters
 from rfcli.learn.gpr_search import (
     exact_profile,
     glf_profile,

@@ -24,6 +24,7 @@ import numpy as np
 
 from rfcli.errors import InputError
 from rfcli.learn.gpr_factor import gram_pivoted_cholesky, rows_pivoted_cholesky
+from rfcli.learn.gpr_optimize import LMLTerms, lml_and_grad_of
 from rfcli.learn.linear import MODELS, LinearModel
 from rfcli.learn.ridge import RidgeStats
 from rfcli.learn.tiles import (
@@ -32,14 +33,7 @@ from rfcli.learn.tiles import (
     left_product,
     weighted_gram,
 )
-from rfcli.progress import Iterations, NullProgress, Progress
 from rfcli.threads import tiled
-
-#: L-BFGS-B stops when the relative objective reduction is below ftol (scipy's default:
-#: 1e7 times the float64 machine epsilon); the progress estimate counts down to the same
-LBFGSB_FTOL = 1e7 * 2.220446049250313e-16
-
-LOG2PI = np.log(2 * np.pi)
 
 
 class GPStats:
@@ -312,20 +306,21 @@ def _factor(theta, red: Reduced, spectral: Spectral):
     return D, dlog, lam, sla.cho_factor(A, lower=True, check_finite=False)
 
 
-def lml_and_grad(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=True):
-    """Log marginal likelihood and its gradient in ``theta = (log s2, log ell..., log lambda)``."""
+def lml_terms(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=True):
+    """The log marginal likelihood's terms (:class:`rfcli.learn.gpr_optimize.LMLTerms`) at
+    ``theta = (log s2, log ell..., log lambda)``; None where A is not numerically positive
+    definite."""
     try:
         D, dlog, lam, cf = _factor(theta, red, spectral)
     except np.linalg.LinAlgError:
-        return -np.inf, np.zeros_like(theta)
+        return None
     import scipy.linalg as sla
 
     w = sla.cho_solve(cf, red.z, check_finite=False)
     quad = red.z @ w + (red.yty - red.zz) / lam
     logdet = 2 * np.sum(np.log(np.diag(cf[0]))) + (red.n - red.r) * np.log(lam)
-    lml = -0.5 * quad - 0.5 * logdet - 0.5 * red.n * LOG2PI
     if not need_grad:
-        return lml, None
+        return LMLTerms(quad, logdet, red.n)
     Va = red.P.T @ w  # V'alpha
     from scipy.linalg.lapack import dtrtri
 
@@ -333,59 +328,27 @@ def lml_and_grad(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=
     # diag(V'K~^-1 V) = diag(P'A^-1 P) = squared column norms of L^-1 P: a product with the
     # inverse runs on the tile threads (a triangular solve holds the GIL in SciPy)
     diag_VKV = inverse_sq_column_norms(Linv, red.P)
-    dD = 0.5 * Va**2 - 0.5 * diag_VKV
     tr_Kinv = np.sum(Linv * Linv) + (red.n - red.r) / lam
     aa = w @ w + (red.yty - red.zz) / lam**2  # alpha'alpha
-    g = np.empty_like(theta)
-    g[0] = dD @ D
+    data, trace = np.empty_like(theta), np.empty_like(theta)
+    VaD, diagD = Va**2 * D, diag_VKV * D  # dK/dlog s2 = V diag(D) V'
+    data[0], trace[0] = VaD.sum(), diagD.sum()
     if spectral.n_shape:
-        g[1 : 1 + spectral.n_shape] = (dD * D) @ dlog
-    g[-1] = lam * (0.5 * aa - 0.5 * tr_Kinv)
-    return lml, g
+        data[1 : 1 + spectral.n_shape] = VaD @ dlog
+        trace[1 : 1 + spectral.n_shape] = diagD @ dlog
+    data[-1], trace[-1] = lam * aa, lam * tr_Kinv  # dK/dlog lambda = lambda I
+    return LMLTerms(quad, logdet, red.n, data, trace)
+
+
+def lml_and_grad(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=True):
+    """Log marginal likelihood and its gradient in ``theta = (log s2, log ell..., log lambda)``."""
+    return lml_and_grad_of(lml_terms(theta, red, spectral, need_grad), theta, need_grad)
 
 
 def glf_objective(red: Reduced, spectral: Spectral) -> Callable:
-    """``theta -> (lml, gradient)`` of the GLF statistics (:func:`lml_and_grad`)."""
-    return lambda theta: lml_and_grad(theta, red, spectral)
-
-
-def fit_hyperparameters(
-    objective: Callable,
-    bounds: list[tuple[float, float]],
-    starts: list[np.ndarray],
-    max_iter=500,
-    progress: Progress | None = None,
-    title: str = "GP L-BFGS-B",
-):
-    """L-BFGS-B on -lml in log space within bounds, from several starts; best result.
-    ``objective``: ``theta -> (lml, gradient)`` (:func:`glf_objective`, or the exact GP's).
-    ``progress``: a task per start counts its iterations, with the log marginal likelihood
-    (of the standardized targets) and the iterations expected."""
-    log_bounds = [(np.log(lo), np.log(hi)) for lo, hi in bounds]
-    best = None
-    history = []
-    progress = progress or NullProgress()
-    for i, x0 in enumerate(starts):
-        from scipy.optimize import minimize  # lazily (CLI start-up)
-
-        what = f"{title}, start {i + 1}/{len(starts)}" if len(starts) > 1 else title
-        with progress.task(what, max_iter, unit="iterations") as task:
-            it = Iterations(task, max_iter, LBFGSB_FTOL)
-            res = minimize(
-                lambda th: tuple(-v for v in objective(th)),
-                np.clip(np.log(x0), [b[0] for b in log_bounds], [b[1] for b in log_bounds]),
-                jac=True,
-                method="L-BFGS-B",
-                bounds=log_bounds,
-                callback=it.callback(lambda f: {"LML (standardized y)": -f}),
-                options={"maxiter": max_iter, "ftol": LBFGSB_FTOL},
-            )
-        history.append(
-            {"start": [float(v) for v in x0], "lml": float(-res.fun), "iterations": int(res.nit)}
-        )
-        if best is None or res.fun < best.fun:
-            best = res
-    return best, history
+    """``theta -> LMLTerms`` of the GLF statistics (:func:`lml_terms`), for
+    :func:`rfcli.learn.gpr_optimize.fit_hyperparameters`."""
+    return lambda theta: lml_terms(theta, red, spectral)
 
 
 def posterior(theta, red: Reduced, spectral: Spectral):

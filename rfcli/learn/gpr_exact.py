@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from rfcli.learn.gpr_optimize import LMLTerms, lml_and_grad_of
 from rfcli.maps.exact import TrainingRowsMap, correlation, correlation_slope
 
-LOG2PI = np.log(2 * np.pi)
 #: n x n float64 arrays alive during a step besides the d squared-difference arrays
 #: (scaled distances, kernel, factor, inverse, slope, the kernels' temporaries: measured
 #: with tracemalloc, Matern 5/2 peaks at 9 + d, the Gaussian at 7.3 + d)
@@ -157,38 +157,46 @@ class ExactGP:
     def lml_and_grad(self, theta: np.ndarray, need_grad: bool = True):
         """Log marginal likelihood and its gradient in theta (module docstring); -inf where
         K is not numerically positive definite."""
+        return lml_and_grad_of(self.terms(theta, need_grad), theta, need_grad)
+
+    def terms(self, theta: np.ndarray, need_grad: bool = True) -> LMLTerms | None:
+        """The likelihood's terms at theta (:class:`rfcli.learn.gpr_optimize.LMLTerms`);
+        None where K is not numerically positive definite."""
         import scipy.linalg as sla  # where it computes: a model's predictions need no scipy
 
         theta = np.asarray(theta, dtype=np.float64)
         b = self.band_width(float(np.exp(theta[1])))
         if b is not None:
-            return self._band_lml_and_grad(theta, b, need_grad)
+            return self._band_terms(theta, b, need_grad)
         try:
             s2, lam, ell, R2, C, L = self._parts(theta)
         except np.linalg.LinAlgError:
-            return -np.inf, np.zeros_like(theta)
+            return None
         alpha = sla.cho_solve((L, True), self.y, check_finite=False)
-        lml = -0.5 * self.y @ alpha - np.log(np.diag(L)).sum() - 0.5 * self.n * LOG2PI
+        quad, logdet = float(self.y @ alpha), 2.0 * np.log(np.diag(L)).sum()
         if not need_grad:
-            return lml, None
+            return LMLTerms(quad, logdet, self.n)
         W, info = sla.lapack.dpotri(L, lower=1, overwrite_c=1)  # K^-1, lower triangle
         if info:
-            return -np.inf, np.zeros_like(theta)
+            return None
         W = np.tril(W)
         W += np.tril(W, -1).T
-        np.subtract(np.outer(alpha, alpha), W, out=W)  # W = alpha alpha' - K^-1
-        g = np.empty_like(theta)
-        g[-1] = 0.5 * lam * np.trace(W)
-        H = correlation_slope(self.kernel, R2, C)
-        np.multiply(W, C, out=C)  # W o C
-        g[0] = 0.5 * s2 * C.sum()
-        W = C if H is C else np.multiply(W, H, out=H)  # W o h
-        if not self.ard:
-            g[1] = 0.5 * s2 * np.vdot(W, R2)
-        else:
-            for j, (D2, lj) in enumerate(zip(self.D2, ell, strict=True)):
-                g[1 + j] = 0.5 * s2 / (lj * lj) * np.vdot(W, D2)
-        return lml, g
+        data, trace = np.empty_like(theta), np.empty_like(theta)
+        data[-1], trace[-1] = lam * (alpha @ alpha), lam * np.trace(W)  # dK/dlog lam = lam I
+        data[0], trace[0] = s2 * (alpha @ (C @ alpha)), s2 * np.vdot(W, C)  # dK/dlog s2 = s2 C
+        H = correlation_slope(self.kernel, R2, C)  # may be C itself
+        AA = np.outer(alpha, alpha)  # after the slope's temporaries: the same peak memory
+        np.multiply(AA, H, out=AA)
+        np.multiply(W, H, out=W)
+        # dK/dlog ell_j = s2 H o D2_j / ell_j^2 (isotropic: s2 H o r^2)
+        pairs = (
+            [(R2, 1.0)]
+            if not self.ard
+            else [(D2, 1.0 / (lj * lj)) for D2, lj in zip(self.D2, ell, strict=True)]
+        )
+        for j, (M, f) in enumerate(pairs):
+            data[1 + j], trace[1 + j] = s2 * f * np.vdot(AA, M), s2 * f * np.vdot(W, M)
+        return LMLTerms(quad, logdet, self.n, data, trace)
 
     def _band(self, theta, b: int):
         """One input: the band diagonals t = 0..b of r^2 and C (``b``: the half-width at
@@ -205,27 +213,30 @@ class ExactGP:
         ab[0] += lam
         return s2, lam, ell, R2, C, cholesky_banded(ab, lower=True, check_finite=False)
 
-    def _band_lml_and_grad(self, theta: np.ndarray, b: int, need_grad: bool):
+    def _band_terms(self, theta: np.ndarray, b: int, need_grad: bool) -> LMLTerms | None:
         from scipy.linalg import cho_solve_banded
 
         try:
             s2, lam, ell, R2, C, cb = self._band(theta, b)
         except np.linalg.LinAlgError:
-            return -np.inf, np.zeros_like(theta)
+            return None
         n = self.n
         alpha = cho_solve_banded((cb, True), self.y, check_finite=False)
-        lml = -0.5 * self.y @ alpha - np.log(cb[0]).sum() - 0.5 * n * LOG2PI
+        quad, logdet = float(self.y @ alpha), 2.0 * np.log(cb[0]).sum()
         if not need_grad:
-            return lml, None
+            return LMLTerms(quad, logdet, n)
         Z = _band_inverse(cb)
-        g = np.zeros_like(theta)
-        g[-1] = 0.5 * lam * (alpha @ alpha - np.trace(Z))
+        data, trace = np.zeros_like(theta), np.zeros_like(theta)
+        data[-1], trace[-1] = lam * (alpha @ alpha), lam * np.trace(Z)
         for t in range(b + 1):
-            w = 1.0 if t == 0 else 2.0  # the band's two triangles
-            Wt = alpha[t:] * alpha[: n - t] - np.diagonal(Z, t)  # alpha alpha' - K^-1
-            g[0] += 0.5 * s2 * w * (Wt @ C[t])
-            g[1] += 0.5 * s2 * w * (Wt @ (correlation_slope(self.kernel, R2[t], C[t]) * R2[t]))
-        return lml, g
+            w = s2 * (1.0 if t == 0 else 2.0)  # the band's two triangles
+            at, zt = alpha[t:] * alpha[: n - t], np.diagonal(Z, t)  # of alpha alpha', K^-1
+            slope = correlation_slope(self.kernel, R2[t], C[t]) * R2[t]
+            data[0] += w * (at @ C[t])
+            trace[0] += w * (zt @ C[t])
+            data[1] += w * (at @ slope)
+            trace[1] += w * (zt @ slope)
+        return LMLTerms(quad, logdet, n, data, trace)
 
     def model_parts(self, theta: np.ndarray):
         """At ``theta``: (the map of the training rows, the weights ``s2 alpha``, s2, lambda,

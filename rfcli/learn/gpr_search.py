@@ -28,13 +28,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rfcli.learn.gpr import LBFGSB_FTOL
+from rfcli.learn.gpr_optimize import LBFGSB_FTOL, LOG2PI
 from rfcli.learn.tiles import weighted_gram
 from rfcli.maps.bandwidth import distances
 from rfcli.progress import NullProgress, Progress
 from rfcli.threads import tiled
 
-LOG2PI = np.log(2 * np.pi)
 #: upper lengthscale bound = HI_FACTOR x the sample's extent (per dimension with ARD)
 HI_FACTOR = 3.0
 #: scan grid density (lengthscales per decade) and size limits

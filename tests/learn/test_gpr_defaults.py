@@ -22,13 +22,13 @@ from rfcli.learn.gpr import (
     GPStats,
     Reduced,
     Spectral,
-    fit_hyperparameters,
     glf_objective,
     glf_spectral,
     gp_memory_need,
     lml_and_grad,
     max_gp_nodes,
 )
+from rfcli.learn.gpr_optimize import fit_hyperparameters
 from rfcli.learn.gpr_search import (
     HI_FACTOR,
     data_bounds,

@@ -1,0 +1,149 @@
+"""Maximizing a GP's log marginal likelihood over its hyperparameters ``theta = (log s2,
+log ell..., log lambda)`` by L-BFGS-B, with the signal variance s2 profiled out in closed
+form (docs/methods.md, Gaussian-process regression, "Learning the hyperparameters").
+
+Every GP likelihood rfcli learns from (Gauss-Legendre or random Fourier features,
+:func:`rfcli.learn.gpr.lml_terms`; the exact GP, :meth:`rfcli.learn.gpr_exact.ExactGP.terms`)
+has the covariance ``K = s2 C(ell) + lambda I``.  With ``eta = lambda / s2`` that is
+``K = s2 K0`` where ``K0 = C + eta I`` does not depend on s2, so
+
+    lml(s2) = -q0 / (2 s2) - (log|K0| + n log s2) / 2 - n log(2 pi) / 2,  q0 = y'K0^-1 y,
+
+which is largest at ``s2 = q0 / n``.  L-BFGS-B then searches (log ell..., log eta) alone: one
+parameter fewer, and without the ridge along which s2 and a long lengthscale trade off
+(ggplot2::diamonds with ``--ard``: 26 and 31 likelihood steps on its two levels against 8
+and 12, the same optimum; docs/gpr.md).  A likelihood evaluated once at s2 = 1 gives the
+whole profile: the data terms ``a'(dK/dtheta_i)a`` (a = K^-1 y) scale as 1/s2, the trace
+terms ``tr(K^-1 dK/dtheta_i)`` do not.  Where ``q0 / n`` leaves the box of s2 and lambda,
+s2 stays on the box's edge (:func:`signal_profile`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from rfcli.progress import Iterations, NullProgress, Progress
+
+#: L-BFGS-B stops when the relative objective reduction is below ftol (scipy's default:
+#: 1e7 times the float64 machine epsilon); the progress estimate counts down to the same
+LBFGSB_FTOL = 1e7 * 2.220446049250313e-16
+
+LOG2PI = np.log(2 * np.pi)
+
+
+@dataclass(frozen=True)
+class LMLTerms:
+    """The parts of a Gaussian log marginal likelihood at one theta: ``quad = y'K^-1 y``,
+    ``logdet = log|K|``, the row count n and, per entry of theta, ``data[i] =
+    a'(dK/dtheta_i)a`` and ``trace[i] = tr(K^-1 dK/dtheta_i)`` (a = K^-1 y; None when no
+    gradient was asked for)."""
+
+    quad: float
+    logdet: float
+    n: int
+    data: np.ndarray | None = None
+    trace: np.ndarray | None = None
+
+    def lml(self, scale: float = 1.0) -> float:
+        """The log marginal likelihood of ``scale`` x K (the same eta)."""
+        return float(
+            -0.5 * self.quad / scale - 0.5 * (self.logdet + self.n * np.log(scale))
+            - 0.5 * self.n * LOG2PI
+        )  # fmt: skip
+
+    def grad(self, scale: float = 1.0) -> np.ndarray:
+        """The gradient in theta of the log marginal likelihood of ``scale`` x K."""
+        return 0.5 * self.data / scale - 0.5 * self.trace
+
+
+#: ``theta -> LMLTerms`` (None where K is not numerically positive definite)
+TermsFn = Callable[[np.ndarray], "LMLTerms | None"]
+
+
+def lml_and_grad_of(terms: LMLTerms | None, theta: np.ndarray, need_grad: bool = True):
+    """``(lml, gradient)`` from a likelihood's terms: -inf and zeros where there are none."""
+    if terms is None:
+        return -np.inf, np.zeros_like(theta)
+    return terms.lml(), (terms.grad() if need_grad else None)
+
+
+def signal_profile(terms: TermsFn, s2_bounds, lam_bounds) -> Callable:
+    """The likelihood maximized over s2 (module docstring): ``x = (log ell..., log eta) ->
+    (lml, gradient in x, s2)``, from one evaluation of ``terms`` at s2 = 1, lambda = eta.
+    s2 is ``q0 / n`` within ``[max(s2_lo, lam_lo / eta), min(s2_hi, lam_hi / eta)]``, so
+    that lambda = s2 eta keeps to its bounds too; the gradient is the likelihood's along
+    the path s2(x) (s2 fixed, or s2 = lam_lo / eta or lam_hi / eta on those edges)."""
+    s2_lo, s2_hi = (float(v) for v in s2_bounds)
+    lam_lo, lam_hi = (float(v) for v in lam_bounds)
+
+    def evaluate(x: np.ndarray):
+        x = np.asarray(x, dtype=np.float64)
+        t = terms(np.concatenate([[0.0], x]))
+        if t is None:
+            return -np.inf, np.zeros_like(x), 1.0
+        eta = float(np.exp(x[-1]))
+        lo, hi = max(s2_lo, lam_lo / eta), min(s2_hi, lam_hi / eta)
+        s2 = min(max(t.quad / t.n, lo), hi)
+        g = t.grad(s2)  # in (log s2, log ell..., log lambda) at (s2, ell, s2 eta)
+        on_noise_edge = (s2 == lam_lo / eta and s2 > s2_lo) or (s2 == lam_hi / eta and s2 < s2_hi)
+        g_eta = -g[0] if on_noise_edge else g[-1]  # lambda fixed there: log s2 = c - log eta
+        return t.lml(s2), np.concatenate([g[1:-1], [g_eta]]), s2
+
+    return evaluate
+
+
+def fit_hyperparameters(
+    terms: TermsFn,
+    bounds: list[tuple[float, float]],
+    starts: list[np.ndarray],
+    max_iter=500,
+    progress: Progress | None = None,
+    title: str = "GP L-BFGS-B",
+):
+    """L-BFGS-B on the likelihood with s2 profiled out (:func:`signal_profile`), over log ell
+    within ``bounds[1:-1]`` and log eta within the ratios ``bounds[-1] / bounds[0]`` allow,
+    from several ``starts`` (theta's values, not logs: s2, ell..., lambda); the best result
+    as theta's logs (``.x``), ``-lml`` (``.fun``), ``.success`` and ``.nit``, and the
+    history of starts.  ``terms``: ``theta -> LMLTerms``
+    (:func:`rfcli.learn.gpr.glf_objective`, or the exact GP's).  ``progress``: a task per
+    start counts its iterations, with the log marginal likelihood (of the standardized
+    targets) and the iterations expected."""
+    from scipy.optimize import minimize  # lazily (CLI start-up)
+
+    (s2_lo, s2_hi), (lam_lo, lam_hi) = bounds[0], bounds[-1]
+    box = [(np.log(lo), np.log(hi)) for lo, hi in bounds[1:-1]]
+    box.append((np.log(lam_lo / s2_hi), np.log(lam_hi / s2_lo)))
+    evaluate = signal_profile(terms, bounds[0], bounds[-1])
+    best, history = None, []
+    seen: dict[bytes, float] = {}  # the s2 of every point evaluated
+    progress = progress or NullProgress()
+
+    def objective(x):
+        lml, g, s2 = evaluate(x)
+        seen[np.asarray(x, dtype=np.float64).tobytes()] = s2
+        return -lml, -g
+
+    for i, start in enumerate(starts):
+        th0 = np.log(np.asarray(start, dtype=np.float64))
+        x0 = np.concatenate([th0[1:-1], [th0[-1] - th0[0]]])
+        x0 = np.clip(x0, [b[0] for b in box], [b[1] for b in box])
+
+        what = f"{title}, start {i + 1}/{len(starts)}" if len(starts) > 1 else title
+        with progress.task(what, max_iter, unit="iterations") as task:
+            it = Iterations(task, max_iter, LBFGSB_FTOL)
+            res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=box,
+                           callback=it.callback(lambda f: {"LML (standardized y)": -f}),
+                           options={"maxiter": max_iter, "ftol": LBFGSB_FTOL})  # fmt: skip
+        key = np.asarray(res.x, dtype=np.float64).tobytes()
+        if key not in seen:  # L-BFGS-B returns a point it evaluated; evaluate it if not
+            objective(res.x)
+        log_s2 = np.log(seen[key])
+        res.x = np.concatenate([[log_s2], res.x[:-1], [log_s2 + res.x[-1]]])
+        history.append({"start": [float(v) for v in start], "lml": float(-res.fun),
+                        "iterations": int(res.nit)})  # fmt: skip
+        if best is None or res.fun < best.fun:
+            best = res
+    return best, history

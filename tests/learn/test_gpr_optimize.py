@@ -1,0 +1,112 @@
+"""The signal variance profiled out of the GP likelihood (rfcli.learn.gpr_optimize): the
+profile is the likelihood maximized over s2 within its box, its gradient is its own
+finite differences on and off the box's edges, and L-BFGS-B on it reaches the optimum
+of the full likelihood -- for Gauss-Legendre statistics and for the exact GP (dense and
+band)."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from rfcli.learn.gpr import glf_objective, glf_spectral, lml_and_grad
+from rfcli.learn.gpr_exact import ExactGP
+from rfcli.learn.gpr_optimize import LBFGSB_FTOL, fit_hyperparameters, signal_profile
+from tests.learn.test_gpr_exact import data, glf_stats
+
+S2_BOUNDS, LAM_BOUNDS = (1e-3, 1e3), (1e-6, 10.0)
+
+
+def _glf(ard):
+    X, y = data(2, n=300, seed=1)
+    fmap, st = glf_stats(X, y, "gaussian", (0.3, 1.0), tol=1e-2, nodes=[16, 12])
+    sp = glf_spectral(fmap, ard=ard)
+    red = st.reduced()
+    return glf_objective(red, sp), (lambda th, g=True: lml_and_grad(th, red, sp, g))
+
+
+def _exact(kind):
+    rng = np.random.default_rng(3)
+    if kind == "band":  # one sorted input, short lengthscales: K is a band matrix
+        X = np.sort(rng.uniform(0, 200, size=(400, 1)), axis=0)
+        y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=400)
+        gp = ExactGP(X, (y - y.mean()) / y.std(), "matern52", ard=False)
+        assert gp.banded(0.3)
+    else:
+        X = rng.uniform(size=(80, 2))
+        y = np.sin(4 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=80)
+        gp = ExactGP(X, (y - y.mean()) / y.std(), "matern32", ard=kind == "ard")
+    return gp.terms, gp.lml_and_grad
+
+
+CASES = ["glf", "glf-ard", "exact", "exact-ard", "band"]
+
+
+def _objective(case):
+    if case.startswith("glf"):
+        return _glf(case == "glf-ard")
+    return _exact({"exact": "iso", "exact-ard": "ard", "band": "band"}[case])
+
+
+def _ells(case):
+    return {"glf-ard": [0.5, 0.7], "exact-ard": [0.3, 0.6], "band": [0.3]}.get(case, [0.45])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_profile_is_the_likelihood_at_its_best_signal_variance(case):
+    terms, full = _objective(case)
+    prof = signal_profile(terms, S2_BOUNDS, LAM_BOUNDS)
+    for eta in (0.01, 0.2):
+        x = np.log([*_ells(case), eta])
+        lml, _, s2 = prof(x)
+        theta = np.concatenate([[np.log(s2)], x[:-1], [np.log(s2 * eta)]])
+        assert lml == pytest.approx(full(theta, False)[0], rel=1e-10)
+        # no s2 on a grid around it does better, and the neighbours do worse
+        grid = s2 * np.exp(np.linspace(-1, 1, 41))
+        others = [full(np.concatenate([[np.log(c)], x[:-1], [np.log(c * eta)]]), False)[0]
+                  for c in grid]  # fmt: skip
+        assert max(others) <= lml + 1e-9 * abs(lml)
+        assert others[19] < lml and others[21] < lml
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("edge", ["inside", "signal", "noise-low", "noise-high"])
+def test_the_profiles_gradient_is_its_finite_differences(case, edge):
+    terms, _ = _objective(case)
+    eta = 0.05
+    s2_free = signal_profile(terms, S2_BOUNDS, LAM_BOUNDS)(np.log([*_ells(case), eta]))[2]
+    # boxes whose edges hold s2 there: s2 itself capped, or lambda = s2 eta capped or floored
+    s2b, lamb = {
+        "inside": (S2_BOUNDS, LAM_BOUNDS),
+        "signal": ((1e-3, 0.5 * s2_free), LAM_BOUNDS),
+        "noise-low": (S2_BOUNDS, (2.0 * s2_free * eta, 10.0)),
+        "noise-high": (S2_BOUNDS, (1e-6, 0.5 * s2_free * eta)),
+    }[edge]
+    prof = signal_profile(terms, s2b, lamb)
+    x = np.log([*_ells(case), eta])
+    _, g, s2 = prof(x)
+    e = float(np.exp(x[-1]))
+    on = {"inside": s2 == s2_free, "signal": s2 == s2b[1], "noise-low": s2 == lamb[0] / e,
+          "noise-high": s2 == lamb[1] / e}[edge]  # fmt: skip
+    assert on
+    h = 1e-5
+    fd = [(prof(x + e)[0] - prof(x - e)[0]) / (2 * h) for e in h * np.eye(len(x))]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["glf-ard", "exact", "band"])
+def test_the_fit_reaches_the_full_likelihoods_optimum(case):
+    terms, full = _objective(case)
+    ells = _ells(case)
+    lo, hi = (0.05, 5.0) if case != "band" else (0.1, 1.0)
+    bounds = [S2_BOUNDS, *[(lo, hi)] * len(ells), LAM_BOUNDS]
+    start = np.array([1.0, *ells, 0.1])
+    res, history = fit_hyperparameters(terms, bounds, [start])
+    # the profiled fit's theta is a point of the full likelihood with the value it reports
+    assert full(res.x, False)[0] == pytest.approx(-res.fun, rel=1e-10)
+    ref = minimize(lambda th: tuple(-v for v in full(th)), np.log(start), jac=True,
+                   method="L-BFGS-B", bounds=[(np.log(a), np.log(b)) for a, b in bounds],
+                   options={"ftol": LBFGSB_FTOL, "maxiter": 500})  # fmt: skip
+    # both stop within L-BFGS-B's relative tolerance of the same maximum
+    assert -res.fun >= -ref.fun - 10 * LBFGSB_FTOL * abs(ref.fun)
+    np.testing.assert_allclose(res.x, ref.x, atol=2e-3)
+    assert history[0]["iterations"] == res.nit and res.nit <= ref.nit
