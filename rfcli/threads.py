@@ -21,6 +21,22 @@ from contextvars import ContextVar
 from typing import Any
 
 
+def sleeping_blas_pool() -> None:
+    """Let OpenBLAS's idle pool threads sleep at once instead of spinning (its documented
+    ``OPENBLAS_THREAD_TIMEOUT``, the spin's length as a power of two of CPU cycles, at its
+    least, 4); a user's own setting is kept.  Call it before NumPy or SciPy is imported
+    (OpenBLAS reads it when it loads; the CLI does, first thing).
+
+    rfcli computes with one BLAS thread throughout (:func:`one_blas_thread`), so the pool
+    OpenBLAS starts when it loads never works for rfcli; by default its threads spin for
+    2^28 cycles (about 0.1 s) before they sleep, on cores the job's threads need.  Measured
+    on the 2-core VM with AVX-512 off, ``rfcli encode`` of 200,000 x 64 rows (m = 2048,
+    b = 2), six runs each in turns: a pool thread took 7% of the run's CPU samples (perf);
+    user time 1.05-1.17 -> 0.96-1.07 s, wall median 0.78 -> 0.67 s; a GP fit's user time
+    fell by about 0.1 s (docs/cli.md, "What the encode's implementation choices cost")."""
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+
 def available_cores() -> int:
     """Cores this process may run on (its CPU affinity, e.g. a container's or taskset's
     limit, where the system tells it)."""

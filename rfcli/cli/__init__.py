@@ -308,8 +308,10 @@ def main() -> None:
     import signal
 
     from rfcli.memory import small_pages
+    from rfcli.threads import sleeping_blas_pool
 
     small_pages()  # before NumPy's import: no huge pages for short-lived arrays
+    sleeping_blas_pool()  # ... and OpenBLAS's unused pool threads do not spin
     signal.signal(signal.SIGTERM, _terminate)
     try:
         cli(prog_name="rfcli")

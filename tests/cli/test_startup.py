@@ -187,26 +187,32 @@ def test_the_fast_exit_keeps_status_handlers_and_output(tmp_path, args, status):
     assert mark.exists()
 
 
-def _huge_pages_after(*args: str, env: dict[str, str] | None = None) -> str:
-    """NumPy's huge-page choice at the end of ``rfcli ARGS`` in a fresh interpreter (the
-    setter returns the value it replaces)."""
+def _settings_after(*args: str, env: dict[str, str] | None = None) -> tuple[str, str]:
+    """NumPy's huge-page choice (the setter returns the value it replaces) and OpenBLAS's
+    spin timeout in the environment it loaded with, at the end of ``rfcli ARGS`` in a fresh
+    interpreter."""
     code = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: sys.stderr.write('\\nHUGE ' + str(__import__("
-        "'numpy._core.multiarray', fromlist=['x'])._set_madvise_hugepage(True)) + '\\n'))\n"
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: sys.stderr.write('\\nSETTINGS ' + str(__import__("
+        "'numpy._core.multiarray', fromlist=['x'])._set_madvise_hugepage(True)) + ' ' + "
+        "os.environ.get('OPENBLAS_THREAD_TIMEOUT', '-') + '\\n'))\n"
         f"sys.argv = ['rfcli', *{list(args)!r}]\n"
         "from rfcli.cli import main\n"
         "main()\n"
     )
-    full = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    drop = ("NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_THREAD_TIMEOUT")
+    full = {k: v for k, v in os.environ.items() if k not in drop}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env={**full, **(env or {})})  # fmt: skip
-    return [x for x in r.stderr.splitlines() if x.startswith("HUGE")][-1].split()[1]
+    huge, timeout = [x for x in r.stderr.splitlines() if x.startswith("SETTINGS")][-1].split()[1:]
+    return huge, timeout
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="huge pages: Linux")
-def test_the_cli_asks_numpy_for_no_huge_pages_unless_the_user_chose():
-    """rfcli.memory.small_pages: system time of the GP fits (docs/gpr.md)."""
+def test_the_cli_sets_numpys_and_openblass_defaults_unless_the_user_chose():
+    """rfcli.memory.small_pages (system time of the GP fits, docs/gpr.md) and
+    rfcli.threads.sleeping_blas_pool (docs/cli.md): before NumPy loads, a user's value kept."""
     args = ("fit-quantizer", "--kind", "lm", "-b", "1")
-    assert _huge_pages_after(*args) == "False"
-    assert _huge_pages_after(*args, env={"NUMPY_MADVISE_HUGEPAGE": "1"}) == "True"
+    assert _settings_after(*args) == ("False", "4")
+    mine = {"NUMPY_MADVISE_HUGEPAGE": "1", "OPENBLAS_THREAD_TIMEOUT": "20"}
+    assert _settings_after(*args, env=mine) == ("True", "20")
