@@ -96,7 +96,10 @@ def _pivoted_cholesky(d, columns, tol: float, width: int):
     n = len(d)
     d = np.array(d, dtype=np.float64)  # the residual diagonal
     done = np.zeros(n, dtype=bool)
-    F = np.empty((n, width))  # the factor's columns F[:, :r] (pages touched as filled)
+    # the factor's columns F[:, :r], column-major: a block of new columns fills whole pages
+    # (row-major, its first block touched every page of the n x width buffer: 72 MB at
+    # 3,000 rows, 0.1-0.3 s of page faults on a VM)
+    F = np.empty((n, width), order="F")
     r = formed = 0
     taken: list[np.ndarray] = []
     while True:
@@ -152,7 +155,7 @@ def _append_columns(F: np.ndarray, r: int, new: np.ndarray) -> tuple[np.ndarray,
     pivots than it holds."""
     k = new.shape[1]
     if r + k > F.shape[1]:
-        F = np.hstack([F[:, :r], np.empty((F.shape[0], max(k, r)))])
+        F = np.asfortranarray(np.hstack([F[:, :r], np.empty((F.shape[0], max(k, r)))]))
     F[:, r : r + k] = new
     return F, r + k
 
