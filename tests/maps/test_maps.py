@@ -199,9 +199,7 @@ def test_glf_features_from_per_input_factors_match_the_phases():
     assert rebuilt.tobytes() == H.tobytes()
     F = fmap.transform_raw(X)[0]
     m = len(H)
-    Z = (X.astype(np.longdouble) @ H.astype(np.longdouble).T) * (
-        2 * np.arccos(np.longdouble(-1))
-    )
+    Z = (X.astype(np.longdouble) @ H.astype(np.longdouble).T) * (2 * np.arccos(np.longdouble(-1)))
     err = max(np.max(np.abs(F[:, :m] - np.cos(Z))), np.max(np.abs(F[:, m:] - np.sin(Z))))
     direct = 2 * np.pi * X @ H.T
     err_direct = np.max(np.abs(np.cos(direct) - np.cos(Z)))
