@@ -52,15 +52,14 @@ from rfcli.maps.glf_rules import (
     kernel_error,
     lengthscale_ranges,
     log_spectral_density,
+    phase_features,
     probe_differences,
     probe_lengthscales,
+    tensor_factors,
 )
 
 #: rows per tile of :meth:`GaussLegendreMap.transform_raw`
 TRANSFORM_ROWS = 512
-#: rows per block of the tensor-factor transform (:func:`tensor_factors`): a block's
-#: complex work arrays (rows x nodes) stay in the CPU's cache
-FACTOR_ROWS = 8
 
 
 @MAPS.register("glf")
@@ -189,10 +188,11 @@ class GaussLegendreMap(FeatureMap):
             return kernel_error(self.kernel_name, self.H_, self.w_, delta, ell)
 
     def transform_raw(self, X):
-        """cos and sin of 2 pi X H' by row tiles of TRANSFORM_ROWS, on the threads of an
-        enclosing :func:`rfcli.threads.tile_threads` block (a GP pass that keeps its rows
-        transforms them all as one chunk); each row's features are the same whatever the
-        tiles."""
+        """cos and sin of 2 pi X H' (:func:`rfcli.maps.glf_rules.phase_features`: from
+        per-input factors for a tensor rule's nodes) by row tiles of TRANSFORM_ROWS, on the
+        threads of an enclosing :func:`rfcli.threads.tile_threads` block (a GP pass that
+        keeps its rows transforms them all as one chunk); each row's features are the same
+        whatever the tiles."""
         from rfcli.threads import run_tiles
 
         self._check_fitted()
@@ -203,14 +203,7 @@ class GaussLegendreMap(FeatureMap):
         factors = tensor_factors(H)
 
         def rows(a: int) -> None:
-            Xa, Oa = X[a : a + TRANSFORM_ROWS], out[a : a + TRANSFORM_ROWS]
-            if factors is not None:
-                _factor_rows(factors, Xa, Oa, m)
-                return
-            Z = Xa @ H.T
-            Z *= 2 * np.pi
-            np.cos(Z, out=Oa[:, :m])
-            np.sin(Z, out=Oa[:, m:])
+            phase_features(X[a : a + TRANSFORM_ROWS], H, out[a : a + TRANSFORM_ROWS], factors)
 
         run_tiles(rows, range(0, len(X), TRANSFORM_ROWS))
         return out, None
@@ -258,64 +251,3 @@ class GaussLegendreMap(FeatureMap):
         rules = getattr(self, "rules_", None)
         kinds = "" if not rules or set(rules) == {"single"} else f", {'/'.join(rules)}"
         return f"glf {self.kernel_name} (q={self.q_}, L={L}{kinds}, {len(self.w_)} nodes)"
-
-
-def tensor_factors(H: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
-    """The nodes H (m, d) as products of per-input factors, for
-    :meth:`GaussLegendreMap.transform_raw`: ``e^{2 pi i x'h} = prod_j e^{2 pi i x_j h_j}``,
-    and a tensor rule's nodes take few distinct coordinates per input (ggplot2::diamonds'
-    5,616 nodes in 3-D: 27, 28 and 22).  Built input by input: the distinct prefixes
-    ``(h_1 .. h_j)`` of the nodes, each the product of a distinct prefix of one input fewer
-    and a distinct coordinate of input j.  Per input j: (its distinct coordinates, for each
-    prefix of inputs 1..j the index of its shorter prefix and of its coordinate); the last
-    input's prefixes are the nodes themselves, in their order.  None where the factors would
-    not be much fewer than the nodes (one input; rules of scattered nodes): the features
-    then come from ``cos`` and ``sin`` of the phases."""
-    m, d = H.shape
-    if d < 2 or not m:
-        return None
-    u, prefix = np.unique(H[:, 0], return_inverse=True)  # each node's prefix of one input
-    out, size = [(u, None, None)], len(u)
-    for j in range(1, d):
-        u, coord = np.unique(H[:, j], return_inverse=True)
-        size += len(u)
-        if j == d - 1:  # the nodes: their prefix of d - 1 inputs and last coordinate
-            out.append((u, prefix, coord))
-            break
-        keys, prefix = np.unique(prefix * len(u) + coord, return_inverse=True)
-        out.append((u, keys // len(u), keys % len(u)))
-        size += len(keys)
-    # a block costs sin and cos of the factors and a product per prefix, against sin and
-    # cos of every node's phase
-    return out if size <= m // 2 else None
-
-
-def _factor_rows(factors, X: np.ndarray, out: np.ndarray, m: int) -> None:
-    """cos and sin of ``2 pi X H'`` into ``out`` (rows x 2m) from :func:`tensor_factors`,
-    by blocks of FACTOR_ROWS rows: each input's ``e^{2 pi i x_j u}`` at its distinct
-    coordinates u (sin and cos of rows x |u| phases), multiplied into the distinct prefixes
-    input by input.  The products of unit complex numbers err by a few units of the last
-    place, where ``cos(2 pi x'h)`` from the rounded phase errs by its rounding (about 1e-16
-    x |2 pi x'h|)."""
-    width = max(len(p) for _, p, _ in factors if p is not None)
-    # work arrays of a block's prefixes, kept through the blocks (fresh ones of a few MB
-    # each would go to mmap: page faults at every block)
-    A, B, T = (np.empty((FACTOR_ROWS, width), dtype=np.complex128) for _ in range(3))
-    for a in range(0, len(X), FACTOR_ROWS):
-        Xb = X[a : a + FACTOR_ROWS]
-        r, C = len(Xb), None
-        for j, (u, parent, coord) in enumerate(factors):
-            ph = np.multiply.outer(Xb[:, j], 2 * np.pi * u)
-            E = np.empty(ph.shape, dtype=np.complex128)
-            np.cos(ph, out=E.real)
-            np.sin(ph, out=E.imag)
-            if C is None:
-                C = E
-                continue
-            k = len(parent)
-            nxt, A, B = A[:r, :k], B, A
-            np.take(C, parent, axis=1, out=nxt)
-            nxt *= np.take(E, coord, axis=1, out=T[:r, :k])
-            C = nxt
-        out[a : a + r, :m] = C.real
-        out[a : a + r, m:] = C.imag
