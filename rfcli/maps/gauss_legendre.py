@@ -200,13 +200,21 @@ class GaussLegendreMap(FeatureMap):
         H = self.H_
         m = H.shape[0]
         out = np.empty((X.shape[0], 2 * m))
-        factors = tensor_factors(H)
+        factors = self._tensor_factors()
 
         def rows(a: int) -> None:
             phase_features(X[a : a + TRANSFORM_ROWS], H, out[a : a + TRANSFORM_ROWS], factors)
 
         run_tiles(rows, range(0, len(X), TRANSFORM_ROWS))
         return out, None
+
+    def _tensor_factors(self):
+        """:func:`rfcli.maps.glf_rules.tensor_factors` of the nodes, kept with the node
+        array they were made from (a refit's new H_ makes new ones)."""
+        if getattr(self, "_factors_of", None) is not self.H_:
+            self._factors = tensor_factors(self.H_)
+            self._factors_of = self.H_
+        return self._factors
 
     def weights(self, ell) -> np.ndarray:
         """Quadrature weight times spectral density per feature (cos and sin halves)."""
