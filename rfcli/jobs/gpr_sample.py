@@ -27,6 +27,7 @@ class SampleChecks:
     def _init_sample_checks(self) -> None:
         self._sample_map: GaussLegendreMap | None = None  # _sample_features' cache
         self._sample_F: np.ndarray | None = None
+        self._sample_rank: tuple | None = None  # (map, its features' rank on the sample)
 
     def _data_error(self, fmap: GaussLegendreMap, ell: np.ndarray, n: int) -> float:
         """The kernel matrix's quadrature error on the data, in units of the signal variance:
@@ -41,16 +42,19 @@ class SampleChecks:
             top = spectral_norm((E + E.T) / 2)
         return top * max(n, len(X)) / len(X)
 
-    def _sample_features(self, fmap: GaussLegendreMap) -> np.ndarray:
+    def _sample_features(self, fmap: GaussLegendreMap, rows: int | None = None) -> np.ndarray:
         """``fmap``'s features of the row sample's rows (the kernel error on the data, the
         rank estimate of the exact route), kept for the last map asked: a level's rank
         check and its kernel error after learning transform the sample once (1,000 rows of
-        13,570 features are 108 MB)."""
+        13,570 features are 108 MB).  ``rows``: the first rows only (not kept, unless the
+        map's features are)."""
+        if rows is not None and self._sample_map is not fmap:
+            return fmap.transform(self._sample_inputs[:rows])
         if self._sample_map is not fmap:
             self._keep_sample_features(None)  # the previous map's go first
             self._sample_F = fmap.transform(self._sample_inputs)
             self._sample_map = fmap
-        return self._sample_F
+        return self._sample_F if rows is None else self._sample_F[:rows]
 
     def _keep_sample_features(self, fmap: GaussLegendreMap | None) -> None:
         """Drop :meth:`_sample_features`' kept features unless they are ``fmap``'s."""

@@ -312,3 +312,42 @@ def test_past_a_series_band_limit_the_dense_exact_gp_not_a_refusal(monkeypatch):
     assert lv.report["band_limit_reached"] == [pytest.approx(cap)]
     dense = 4 / 3 * n**3 + ENTRY_FLOPS * n * n
     assert gp.step_flops(0.05) < dense == gp.step_flops(0.05, band=False)
+
+
+def test_a_rank_probe_on_the_samples_first_rows_decides_as_the_whole_sample(tmp_path, monkeypatch):
+    """Before a level of many features on about a thousand rows, the rank of the row
+    sample's first RANK_PROBE rows (a lower bound of the sample's) already shows the exact
+    GP cheaper: the full sample's rank is not computed, and the route and model are those
+    the full rank gives; the decision comes before the first level's tolerance is refined
+    for the start's noise.  Where the probe cannot decide (more rows), the sample's rank
+    is."""
+    import rfcli.jobs.gpr_exact_route as R
+
+    rng = np.random.default_rng(3)
+
+    def smooth(n):
+        X = rng.uniform(0, 1, (n, 3))
+        y = np.sin(9 * X[:, 0]) * np.cos(9 * X[:, 1]) + np.sin(9 * X[:, 2])
+        y = y + 0.05 * rng.normal(size=n)
+        cols = {f"x{j}": X[:, j] for j in range(3)}
+        return str(write_parquet(tmp_path / f"smooth{n}.parquet", **cols, y=y))
+
+    ranks = []
+    rank = R.feature_rank
+    monkeypatch.setattr(R, "feature_rank", lambda V: ranks.append(len(V)) or rank(V))
+    path = smooth(1100)
+    probed = train_gpr(path, None, GPRSettings(), ReadSettings(label="y")).report
+    assert probed["exact_rows"] == 1100 and ranks == [R.RANK_PROBE]
+    # decided before the first level's tolerance would be refined for the start's noise:
+    # no kernel error checks for a rule the exact GP replaces
+    assert "kernel error on the data" not in probed["timing"]
+    ranks.clear()
+    monkeypatch.setattr(R, "RANK_PROBE", 10**9)  # no probe: the whole sample's rank
+    whole = train_gpr(path, None, GPRSettings(), ReadSettings(label="y")).report
+    assert whole["exact_rows"] == 1100 and ranks == [1000]
+    assert probed["log_marginal_likelihood"] == whole["log_marginal_likelihood"]
+    assert probed["lengthscale"] == whole["lengthscale"]
+    monkeypatch.setattr(R, "RANK_PROBE", 250)
+    ranks.clear()
+    more = train_gpr(smooth(1400), None, GPRSettings(), ReadSettings(label="y")).report
+    assert more["exact_rows"] == 1400 and ranks == [1000]
