@@ -31,6 +31,7 @@ from rfcli.learn.tiles import (
     gram_temp_bytes,
     inverse_sq_column_norms,
     left_product,
+    lower_product,
     weighted_gram,
 )
 from rfcli.threads import tiled
@@ -361,11 +362,15 @@ def posterior(theta, red: Reduced, spectral: Spectral):
     and ``mu_w = D P'A^-1 z``.  Returns (mu_w, (D, X), lambda): Sigma_w as its factors, r x m
     instead of m x m (r = rank of G <= n)."""
     import scipy.linalg as sla
+    from scipy.linalg.lapack import dtrtri
 
     D, _, lam, cf = _factor(theta, red, spectral)
     PD = red.P * D
     mean = PD.T @ sla.cho_solve(cf, red.z, check_finite=False)
-    X = sla.solve_triangular(cf[0], PD, lower=True, check_finite=False)  # L^-1 P D
+    # L^-1 P D through the triangular inverse, on the tile threads (SciPy's triangular
+    # solve holds the GIL: one thread, 0.12 s of diamonds ARD's fit at 571 x 11,232)
+    Linv, _ = dtrtri(np.tril(cf[0]), lower=1)
+    X = lower_product(Linv, PD)
     return mean, (D, X), lam
 
 

@@ -122,6 +122,20 @@ def column_sq_norms(V: np.ndarray) -> np.ndarray:
     )
 
 
+def lower_product(Linv: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """``Linv P`` for a lower triangular Linv, by column tiles of P; within a tile, by
+    blocks of TRI_ROWS rows of Linv, each through the columns up to its last row only."""
+    out = np.empty((Linv.shape[0], P.shape[1]))
+    blocks = _spans(Linv.shape[0], TRI_ROWS)
+
+    def part(t: slice) -> None:
+        for b in blocks:
+            out[b, t] = Linv[b, : b.stop] @ P[: b.stop, t]
+
+    run_tiles(part, _spans(P.shape[1], COL_TILE))
+    return out
+
+
 def inverse_sq_column_norms(Linv: np.ndarray, P: np.ndarray) -> np.ndarray:
     """The squared column norms of ``Linv P`` (``diag(P' A^-1 P)`` for ``A = L L'`` and Linv
     its lower triangular inverse), by column tiles of P; within a tile, by blocks of
