@@ -211,9 +211,13 @@ def probe_lengthscales(ranges: np.ndarray, ard: bool) -> np.ndarray:
 def kernel_error(kernel: str, H, w, delta: np.ndarray, ells: np.ndarray) -> float:
     """max |k~ - k| over the probe differences and the lengthscale vectors ``ells`` (unit
     signal variance)."""
-    CS = np.empty((len(delta), 2 * len(H)))
-    phase_features(delta, H, CS)
-    C = CS[:, : len(H)]
+    factors = tensor_factors(H)
+    if factors is None:  # the cosine alone
+        C = np.cos(2 * np.pi * delta @ H.T)
+    else:
+        CS = np.empty((len(delta), 2 * len(H)))
+        phase_features(delta, H, CS, factors)
+        C = CS[:, : len(H)]
     zero = np.zeros((1, delta.shape[1]))
     worst = 0.0
     for ell in np.atleast_2d(ells):
