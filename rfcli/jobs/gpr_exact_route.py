@@ -84,7 +84,7 @@ class ExactRoute:
         ggplot2::diamonds' 5,018 features have rank 478 on 3,000 rows), else min(n, m).
         The rank of the sample's first RANK_PROBE rows comes first: a subset's rank is at
         most the whole's, so a level that costs more than the exact GP at that rank costs
-        more at the sample's (itsadug::eeg, 18,846 features on 1,052 rows: 0.03 s where the
+        more at the sample's (itsadug::eeg, 18,846 features on 1,052 rows: 0.06 s where the
         sample's rank took 0.44 s)."""
         n, m = float(self.n), float(fmap.n_features)
         ell_top = float(ranges[:, 1].max())

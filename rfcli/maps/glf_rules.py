@@ -528,8 +528,8 @@ def phase_features(X: np.ndarray, H: np.ndarray, out: np.ndarray, factors="auto"
         np.sin(Z, out=out[:, m:])
         return
     width = max(len(p) for _, p, _ in factors if p is not None)
-    # work arrays of a block's prefixes, kept through the blocks (fresh ones of a few MB
-    # each would go to mmap: page faults at every block)
+    # work arrays of a block's prefixes, kept through the blocks (fresh ones, up to a
+    # megabyte each, would cost page faults at every block)
     A, B, T = (np.empty((FACTOR_ROWS, width), dtype=np.complex128) for _ in range(3))
     for a in range(0, len(X), FACTOR_ROWS):
         Xb = X[a : a + FACTOR_ROWS]
