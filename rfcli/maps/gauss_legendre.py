@@ -40,6 +40,7 @@ import numpy as np
 
 from rfcli.errors import ConfigError, UsageError
 from rfcli.maps.base import MAPS, FeatureMap
+from rfcli.maps.glf_phases import phase_features, tensor_factors
 from rfcli.maps.glf_rules import (
     DEFAULT_BOUNDS,
     GLF_KERNELS,
@@ -52,10 +53,8 @@ from rfcli.maps.glf_rules import (
     kernel_error,
     lengthscale_ranges,
     log_spectral_density,
-    phase_features,
     probe_differences,
     probe_lengthscales,
-    tensor_factors,
 )
 
 #: rows per tile of :meth:`GaussLegendreMap.transform_raw`
@@ -188,7 +187,7 @@ class GaussLegendreMap(FeatureMap):
             return kernel_error(self.kernel_name, self.H_, self.w_, delta, ell)
 
     def transform_raw(self, X):
-        """cos and sin of 2 pi X H' (:func:`rfcli.maps.glf_rules.phase_features`: from
+        """cos and sin of 2 pi X H' (:func:`rfcli.maps.glf_phases.phase_features`: from
         per-input factors for a tensor rule's nodes) by row tiles of TRANSFORM_ROWS, on the
         threads of an enclosing :func:`rfcli.threads.tile_threads` block (a GP pass that
         keeps its rows transforms them all as one chunk); each row's features are the same
@@ -209,7 +208,7 @@ class GaussLegendreMap(FeatureMap):
         return out, None
 
     def _tensor_factors(self):
-        """:func:`rfcli.maps.glf_rules.tensor_factors` of the nodes, kept with the node
+        """:func:`rfcli.maps.glf_phases.tensor_factors` of the nodes, kept with the node
         array they were made from (a refit's new H_ makes new ones)."""
         if getattr(self, "_factors_of", None) is not self.H_:
             self._factors = tensor_factors(self.H_)

@@ -184,7 +184,7 @@ def test_glf_features_from_per_input_factors_match_the_phases():
     phase, which carries the phase's rounding).  One input, or nodes without few distinct
     coordinates per input, take the phases' cos and sin."""
     from rfcli.maps.gauss_legendre import GaussLegendreMap
-    from rfcli.maps.glf_rules import tensor_factors
+    from rfcli.maps.glf_phases import tensor_factors
 
     rng = np.random.default_rng(5)
     X = rng.uniform(-3.0, 3.0, size=(300, 3))
