@@ -155,7 +155,9 @@ def _append_columns(F: np.ndarray, r: int, new: np.ndarray) -> tuple[np.ndarray,
     pivots than it holds."""
     k = new.shape[1]
     if r + k > F.shape[1]:
-        F = np.asfortranarray(np.hstack([F[:, :r], np.empty((F.shape[0], max(k, r)))]))
+        grown = np.empty((F.shape[0], r + max(k, r)), order="F")
+        grown[:, :r] = F[:, :r]
+        F = grown
     F[:, r : r + k] = new
     return F, r + k
 

@@ -122,15 +122,21 @@ def column_sq_norms(V: np.ndarray) -> np.ndarray:
     )
 
 
+def _lower_blocks(Linv: np.ndarray, Pt: np.ndarray):
+    """``Linv Pt`` for a lower triangular Linv by blocks of TRI_ROWS rows, each through the
+    columns up to its last row only (the zeros above the diagonal skipped): (rows, block)."""
+    for b in _spans(Linv.shape[0], TRI_ROWS):
+        yield b, Linv[b, : b.stop] @ Pt[: b.stop]
+
+
 def lower_product(Linv: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """``Linv P`` for a lower triangular Linv, by column tiles of P; within a tile, by
-    blocks of TRI_ROWS rows of Linv, each through the columns up to its last row only."""
+    """``Linv P`` for a lower triangular Linv, by column tiles of P (:func:`_lower_blocks`
+    within a tile)."""
     out = np.empty((Linv.shape[0], P.shape[1]))
-    blocks = _spans(Linv.shape[0], TRI_ROWS)
 
     def part(t: slice) -> None:
-        for b in blocks:
-            out[b, t] = Linv[b, : b.stop] @ P[: b.stop, t]
+        for b, X in _lower_blocks(Linv, P[:, t]):
+            out[b, t] = X
 
     run_tiles(part, _spans(P.shape[1], COL_TILE))
     return out
@@ -138,17 +144,12 @@ def lower_product(Linv: np.ndarray, P: np.ndarray) -> np.ndarray:
 
 def inverse_sq_column_norms(Linv: np.ndarray, P: np.ndarray) -> np.ndarray:
     """The squared column norms of ``Linv P`` (``diag(P' A^-1 P)`` for ``A = L L'`` and Linv
-    its lower triangular inverse), by column tiles of P; within a tile, by blocks of
-    TRI_ROWS rows of Linv, each through the columns up to its last row only (the zeros
-    above the diagonal skipped: about 54% of the full product's flops at 1,200 rows)."""
-    r = Linv.shape[0]
-    blocks = _spans(r, TRI_ROWS)
+    its lower triangular inverse), by column tiles of P; within a tile, by
+    :func:`_lower_blocks` (about 54% of the full product's flops at 1,200 rows)."""
 
     def part(t: slice) -> np.ndarray:
-        Pt = P[:, t]
-        out = np.zeros(Pt.shape[1])
-        for b in blocks:
-            X = Linv[b, : b.stop] @ Pt[: b.stop]
+        out = np.zeros(t.stop - t.start)
+        for _, X in _lower_blocks(Linv, P[:, t]):
             out += np.einsum("ij,ij->j", X, X)
         return out
 
