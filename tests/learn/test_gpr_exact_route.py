@@ -315,12 +315,14 @@ def test_past_a_series_band_limit_the_dense_exact_gp_not_a_refusal(monkeypatch):
 
 
 def test_a_rank_probe_on_the_samples_first_rows_decides_as_the_whole_sample(tmp_path, monkeypatch):
-    """Before a level of many features on about a thousand rows, the rank of the row
-    sample's first RANK_PROBE rows (a lower bound of the sample's) already shows the exact
-    GP cheaper: the full sample's rank is not computed, and the route and model are those
-    the full rank gives; the decision comes before the first level's tolerance is refined
-    for the start's noise.  Where the probe cannot decide (more rows), the sample's rank
-    is."""
+    """Before a level of many features on a few hundred rows more than the row sample, the
+    rank of the sample's first RANK_PROBE rows (a lower bound of the sample's) already shows
+    the exact GP cheaper: the full sample's rank is not computed, and the route and model are
+    those the full rank gives; the decision comes before the first level's tolerance is
+    refined for the start's noise.  Where the probe cannot decide (more rows), the sample's
+    rank is.  The defaults' proportions (a sample of 1,000 rows, a probe of 250, 1,100 and
+    1,400 rows) scaled by 0.4, with no fixed cost of a level's rule design (LEVEL_FLOPS): the
+    same decisions at a tenth of the exact fits' cost."""
     import rfcli.jobs.gpr_exact_route as R
 
     rng = np.random.default_rng(3)
@@ -335,19 +337,22 @@ def test_a_rank_probe_on_the_samples_first_rows_decides_as_the_whole_sample(tmp_
     ranks = []
     rank = R.feature_rank
     monkeypatch.setattr(R, "feature_rank", lambda V: ranks.append(len(V)) or rank(V))
-    path = smooth(1100)
-    probed = train_gpr(path, None, GPRSettings(), ReadSettings(label="y")).report
-    assert probed["exact_rows"] == 1100 and ranks == [R.RANK_PROBE]
+    monkeypatch.setattr(R, "RANK_PROBE", 100)
+    monkeypatch.setattr(R, "LEVEL_FLOPS", 0.0)
+    settings, read = GPRSettings(sample_rows=400), ReadSettings(label="y")
+    path = smooth(440)
+    probed = train_gpr(path, None, settings, read).report
+    assert probed["exact_rows"] == 440 and ranks == [R.RANK_PROBE]
     # decided before the first level's tolerance would be refined for the start's noise:
     # no kernel error checks for a rule the exact GP replaces
     assert "kernel error on the data" not in probed["timing"]
     ranks.clear()
     monkeypatch.setattr(R, "RANK_PROBE", 10**9)  # no probe: the whole sample's rank
-    whole = train_gpr(path, None, GPRSettings(), ReadSettings(label="y")).report
-    assert whole["exact_rows"] == 1100 and ranks == [1000]
+    whole = train_gpr(path, None, settings, read).report
+    assert whole["exact_rows"] == 440 and ranks == [400]
     assert probed["log_marginal_likelihood"] == whole["log_marginal_likelihood"]
     assert probed["lengthscale"] == whole["lengthscale"]
-    monkeypatch.setattr(R, "RANK_PROBE", 250)
+    monkeypatch.setattr(R, "RANK_PROBE", 100)
     ranks.clear()
-    more = train_gpr(smooth(1400), None, GPRSettings(), ReadSettings(label="y")).report
-    assert more["exact_rows"] == 1400 and ranks == [1000]
+    more = train_gpr(smooth(560), None, settings, read).report
+    assert more["exact_rows"] == 560 and ranks == [400]
