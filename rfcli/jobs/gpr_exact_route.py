@@ -69,6 +69,19 @@ class ExactRoute:
             self._gp = ExactGP.of_targets(self.xy[:, :-1], self.xy[:, -1], self.s.kernel, ard)
         return self._gp
 
+    def _exact_step_flops(self, ranges: np.ndarray) -> float:
+        """An exact GP step's flops at the range's longest lengthscale, times
+        EXACT_STEP_RATIO (:meth:`_exact_cheaper`)."""
+        ell_top = float(ranges[:, 1].max())
+        return EXACT_STEP_RATIO * self._exact_gp().step_flops(ell_top, band=self.band_route)
+
+    def _exact_below_any_level(self, ranges: np.ndarray) -> bool:
+        """Whether exact GP steps cost less than any level's fixed part, LEVEL_FLOPS shared
+        by LEVEL_STEPS steps (a level of no features): then :meth:`_exact_cheaper` holds
+        for every rule, and none needs designing (a few hundred rows: 40-60% of a fit's
+        time went to designing the level's rule only to count its features)."""
+        return self._exact_step_flops(ranges) < LEVEL_FLOPS / LEVEL_STEPS
+
     def _exact_cheaper(self, fmap: GaussLegendreMap, ranges: np.ndarray) -> bool:
         """Whether exact GP steps cost less than a level on ``fmap``'s m features, in flops
         per step.  Exact (:meth:`ExactGP.step_flops`, at the range's longest lengthscale):
@@ -87,8 +100,7 @@ class ExactRoute:
         more at the sample's (itsadug::eeg, 18,846 features on 1,052 rows: 0.06 s where the
         sample's rank took 0.44 s)."""
         n, m = float(self.n), float(fmap.n_features)
-        ell_top = float(ranges[:, 1].max())
-        exact = EXACT_STEP_RATIO * self._exact_gp().step_flops(ell_top, band=self.band_route)
+        exact = self._exact_step_flops(ranges)
 
         def level(r: float) -> float:
             fixed = 2 * n * m * (min(2 * r, n) + r) if m > n else n * m * m

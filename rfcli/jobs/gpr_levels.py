@@ -550,10 +550,12 @@ class Levels(ExactRoute, SampleChecks):
 
     def _exact_first(self, ranges: np.ndarray) -> bool:
         """Before a group's first level: whether the exact GP costs less than a level of the
-        rule for ``ranges`` at the current tolerance (a rule over the budget is left to the
-        levels, which handle it)."""
+        rule for ``ranges`` at the current tolerance (no rule designed where it costs less
+        than any level; a rule over the budget is left to the levels, which handle it)."""
         if not self._exact_ready():
             return False
+        if self._exact_below_any_level(ranges):
+            return True
         try:
             fmap = self._map(ranges)
         except RuleTooLarge:
