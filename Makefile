@@ -77,9 +77,12 @@ demo: runtime
 	@$(PY) bench/demo_summary.py $(DEMO)
 
 # two pytest workers (pytest-xdist), each taking whole test files, so that a file's module
-# fixtures are built once: the suite's wall time on 2 cores
+# fixtures are built once: the suite's wall time on 2 cores.  Each worker's BLAS starts with
+# one thread: two workers' BLAS threads on 2 cores spin against each other (the suite took
+# 326 s with the default threads, 277 s with one, on a 2-core AVX2 EPYC); rfcli's own
+# threads, and tests that set BLAS threads through threadpoolctl, are unaffected
 test: install
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: install
 	$(PY) -m pip install --quiet -e '.[dev]'

@@ -225,6 +225,12 @@ def tiled(fn: Callable[[Any], Any], tiles: Iterable[Any]) -> Iterator[Any]:
     held = _TILE_POOL.get()
     if threading.current_thread().name.startswith(_TILE_PREFIX):
         held = None  # a tile's own tiles (whatever context its thread inherited)
+    if held is not None:
+        tiles = list(tiles)
+        if len(tiles) <= 1:
+            # one tile: in the caller, as the pool would run it (a hand-off costs more
+            # than a small problem's whole product: a GP fit on 10 rows made 2,000 of them)
+            held = None
     if held is None:
         limited = blas_depth() > 0  # else each tile opens (and closes) the limit itself
         for t in tiles:
