@@ -160,10 +160,14 @@ def fit_rff(stats, base: GPInputs, bounds: np.ndarray, s, report, progress=None)
 def _learn_rff_lengthscale(stats, base: GPInputs, s, lo: float, hi: float):
     """Bounded 1-D search over log(lengthscale); each evaluation redraws the RFF map at that
     lengthscale (same seed: the draws are rescaled), makes a data pass for the statistics and
-    learns s^2 and lambda from them.  Returns the encoder and statistics at the optimum."""
+    maximizes the LML over s^2 and lambda from them, profiled (:func:`glf_profile`: one
+    eigendecomposition of the r x r statistics, then O(r) per (s^2, lambda); L-BFGS-B on
+    them took about 60 Cholesky factors per lengthscale: diamonds' first 4,000 training
+    rows, 6 inputs, m = 1,024: 15.2 -> 10.3 s, the same test MSE to 6 digits; the 12
+    passes' V'V products are most of the rest).  Returns the encoder and statistics at the optimum."""
     cache: dict[float, tuple] = {}
     spectral = constant_spectral(s.n_features)
-    bounds = [s.signal_bounds, s.noise_bounds]
+    none = np.zeros(0)  # RFF: no spectral shape parameters
 
     def evaluate(log_ell: float) -> float:
         ell = float(np.exp(log_ell))
@@ -171,10 +175,10 @@ def _learn_rff_lengthscale(stats, base: GPInputs, s, lo: float, hi: float):
         enc = base.encoder(fmap)
         st = stats(enc, f"RFF-GPR statistics (lengthscale {ell:.4g})")
         with one_blas_thread():
-            res, _ = fit_hyperparameters(glf_objective(st.reduced(), spectral), bounds,
-                                         [np.array([1.0, 0.1])])  # fmt: skip
-        cache[log_ell] = (enc, st, ell, -res.fun)
-        return res.fun
+            lml = glf_profile(st.reduced(), spectral, s.signal_bounds, s.noise_bounds,
+                              concurrent=False)(none)[0]  # fmt: skip
+        cache[log_ell] = (enc, st, ell, lml)
+        return -lml
 
     t0 = time.perf_counter()
     from scipy.optimize import minimize_scalar  # lazily (CLI start-up)
