@@ -164,7 +164,8 @@ def _learn_rff_lengthscale(stats, base: GPInputs, s, lo: float, hi: float):
     eigendecomposition of the r x r statistics, then O(r) per (s^2, lambda); L-BFGS-B on
     them took about 60 Cholesky factors per lengthscale: diamonds' first 4,000 training
     rows, 6 inputs, m = 1,024: 15.2 -> 10.3 s, the same test MSE to 6 digits; the 12
-    passes' V'V products are most of the rest).  Returns the encoder and statistics at the optimum."""
+    passes' V'V products are most of the rest).  Returns the encoder and statistics at the
+    optimum."""
     cache: dict[float, tuple] = {}
     spectral = constant_spectral(s.n_features)
     none = np.zeros(0)  # RFF: no spectral shape parameters
