@@ -168,7 +168,7 @@ def _learn_rff_lengthscale(stats, base: GPInputs, s, lo: float, hi: float):
     optimum."""
     cache: dict[float, tuple] = {}
     spectral = constant_spectral(s.n_features)
-    none = np.zeros(0)  # RFF: no spectral shape parameters
+    no_shape = np.zeros(0)  # RFF: no spectral shape parameters
 
     def evaluate(log_ell: float) -> float:
         ell = float(np.exp(log_ell))
@@ -177,7 +177,7 @@ def _learn_rff_lengthscale(stats, base: GPInputs, s, lo: float, hi: float):
         st = stats(enc, f"RFF-GPR statistics (lengthscale {ell:.4g})")
         with one_blas_thread():
             lml = glf_profile(st.reduced(), spectral, s.signal_bounds, s.noise_bounds,
-                              concurrent=False)(none)[0]  # fmt: skip
+                              concurrent=False)(no_shape)[0]  # fmt: skip
         cache[log_ell] = (enc, st, ell, lml)
         return -lml
 
