@@ -115,11 +115,16 @@ class ExactRoute:
         if rank is None or rank[0] is not fmap:
             with timed(self.clock, "rank on the sample"), one_blas_thread():
                 # (only where the probe's largest rank would decide)
+                # weighed as the level's factor will be (rfcli.learn.gpr.Reduced)
+                w = fmap.weight_envelope(ranges)
                 if k > RANK_PROBE and exact < level(float(min(RANK_PROBE, m))):
-                    probe = feature_rank(self._sample_features(fmap, RANK_PROBE))
+                    probe = feature_rank(self._sample_features(fmap, RANK_PROBE), weights=w)
                     if exact < level(float(probe)):
                         return True
-                rank = self._sample_rank = (fmap, feature_rank(self._sample_features(fmap)))
+                rank = self._sample_rank = (
+                    fmap,
+                    feature_rank(self._sample_features(fmap), weights=w),
+                )
         r = rank[1]
         if k < n and r >= RANK_FULL * min(k, m):
             r = min(n, m)

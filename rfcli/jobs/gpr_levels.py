@@ -192,7 +192,10 @@ class Levels(ExactRoute, SampleChecks):
             raise out
         return out
 
-    def _pass(self, fmap: GaussLegendreMap, what: str):
+    def _pass(self, fmap: GaussLegendreMap, what: str, ranges: np.ndarray):
+        """One statistics pass on ``fmap``'s features and their factor, weighed by their
+        largest weights over the lengthscales ``ranges`` that the level explores
+        (:class:`rfcli.learn.gpr.Reduced`)."""
         # the hash sample's first rows are the smaller samples (BottomK: sorted by hash)
         k = 0 if self.xy is not None else max(self.s.sample_rows, self.exact_rows)
         enc = self.base.encoder(fmap)
@@ -203,7 +206,7 @@ class Levels(ExactRoute, SampleChecks):
             self.xy = ext.sample.rows
         self.n = st.n
         with timed(self.clock, "factor of G"), one_blas_thread():
-            red = st.reduced()
+            red = st.reduced(weights=fmap.weight_envelope(ranges))
         return enc, st, red, glf_spectral(fmap, self.s.ard)
 
     def _full(self, ell: np.ndarray) -> np.ndarray:
@@ -227,7 +230,7 @@ class Levels(ExactRoute, SampleChecks):
             return self._fixed_lengthscale()
         if s.nodes is not None:  # a rule given by hand: one pass over the bounds
             fmap = self._map(self.bounds)
-            enc, st, red, spectral = self._pass(fmap, "GP statistics")
+            enc, st, red, spectral = self._pass(fmap, "GP statistics", self.bounds)
             theta, history = learn_fixed(red, spectral, self.bounds, s, self.report,
                                           self.progress)  # fmt: skip
             self._record("fixed", fmap, self.bounds, theta, red, spectral, history)
@@ -243,7 +246,7 @@ class Levels(ExactRoute, SampleChecks):
             fmap = self._map(ranges) if s.nodes is None else self._map(self.bounds)
         except RuleTooLarge as e:
             raise self._too_large(e, "the lengthscale given") from None
-        enc, st, red, spectral = self._pass(fmap, "GP statistics")
+        enc, st, red, spectral = self._pass(fmap, "GP statistics", ranges)
         theta = np.log([1.0, *ell, 0.1])
         self._record("fixed", fmap, ranges, theta, red, spectral, [])
         return self._done(enc, st, red, spectral, theta, [])
@@ -287,7 +290,7 @@ class Levels(ExactRoute, SampleChecks):
         except RuleTooLarge as e:
             raise self._too_large(e, "for the coarse scan") from None
         enc, st, red, spectral = self._pass(
-            fmap, f"GP statistics (coarse rule, {len(fmap.w_)} nodes)"
+            fmap, f"GP statistics (coarse rule, {len(fmap.w_)} nodes)", ranges
         )
         grids = [
             g[(g >= r[0] * 0.9999) & (g <= r[1] * 1.0001)]
@@ -454,7 +457,7 @@ class Levels(ExactRoute, SampleChecks):
             # memory holds one level, and the new arrays get the pages just freed
             enc = st = red = spectral = state = None
             self._keep_sample_features(fmap)  # another map's are not kept through the pass
-            enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})")
+            enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})", ranges)
             if self._profiled(red, thetas):
                 with timed(self.clock, "profile search"), one_blas_thread():
                     theta, history = self._profile_fit(red, spectral, ranges, thetas[0], where)

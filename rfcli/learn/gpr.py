@@ -152,16 +152,17 @@ class GPStats:
         yty = (yy - self.n * mu * mu) / (sd * sd)
         return self.shift + mu, sd, c, yty
 
-    def reduced(self, rel_tol: float = 1e-12) -> Reduced:
+    def reduced(self, rel_tol: float = 1e-12, weights: np.ndarray | None = None) -> Reduced:
         """:class:`Reduced` of the standardized targets: from the rows (their Gram
-        matrix) while they are kept, else from G (pivoted Cholesky)."""
+        matrix) while they are kept, else from G (pivoted Cholesky); its features weighed
+        by ``weights`` (:class:`Reduced`)."""
         if self.blocks is None:
             _, _, c, yty = self.standardized()
-            return Reduced(self.sums.G, c, yty, self.n, rel_tol)  # its upper triangle
+            return Reduced(self.sums.G, c, yty, self.n, rel_tol, weights)  # G's upper triangle
         if self.n < 2:
             raise InputError("GP regression needs at least 2 rows")
         V, ys, _, _ = self._standardized_rows()
-        return Reduced.from_rows(V, ys, rel_tol)
+        return Reduced.from_rows(V, ys, rel_tol, weights)
 
     def _standardized_rows(self):
         """(V, the standardized targets, mean, std) of the rows kept, centred exactly."""
@@ -200,19 +201,39 @@ class Reduced:
     replaces (the same rank criterion: every eigenvalue of the part left out is at most m x
     that bound) and m^2 r on one thread for LAPACK's dpstrf, which it replaced in December
     2026 (ggplot2::faithfuld's level: the factor step 0.15-0.26 -> 0.12-0.13 s).
+
+    ``weights`` w (m,): the factor is of the features weighed by w, ``diag(w)^1/2 G
+    diag(w)^1/2 ~= P_w'P_w``, and ``P = P_w diag(w)^-1/2`` (0 where w is 0).  With w an
+    upper bound of the feature weights D/s^2 over the lengthscales the learning explores
+    (:meth:`rfcli.maps.gauss_legendre.GaussLegendreMap.weight_envelope`), what the factor
+    leaves out of ``K~ = V D V'`` is at most what it leaves out of ``V diag(w) V'`` (times
+    s^2) at every one of them, at the same relative threshold, and the features that carry
+    little of the kernel there take no rank: ggplot2::diamonds ARD's last level, 11,232
+    features on 3,000 rows, rank 567 unweighted, 360 weighted (docs/gpr.md, What it
+    costs).  Where ``D_k <= s^2 w_k``, ``P_k D_k P_k'`` and every other use of a column of P
+    is bounded by ``P_w``'s: dividing by a small ``w_k`` amplifies no rounding.
     """
 
-    def __init__(self, G: np.ndarray, c: np.ndarray, yty: float, n: int, rel_tol: float = 1e-12):
+    def __init__(
+        self, G: np.ndarray, c: np.ndarray, yty: float, n: int, rel_tol: float = 1e-12,
+        weights: np.ndarray | None = None,
+    ):  # fmt: skip
         import scipy.linalg as sla
 
         m = len(c)
-        F, r, piv = gram_pivoted_cholesky(G, rel_tol)  # G ~= F F' (G's upper triangle)
+        # G ~= F F' (G's upper triangle; weighted: diag(w)^1/2 G diag(w)^1/2 ~= F F')
+        F, r, piv = gram_pivoted_cholesky(G, rel_tol, weights)
         if not r:  # no signal in the features: rank 0
             self.P, self.z = np.zeros((0, m)), np.zeros(0)
         else:
-            # c = P'z = F z: the pivots' equations are lower triangular
-            z = sla.solve_triangular(F[piv], c[piv], lower=True, check_finite=False)
+            s = np.ones(m) if weights is None else np.sqrt(np.asarray(weights, np.float64))
+            # c = P'z: (s c)[piv] = F[piv] z, lower triangular
+            z = sla.solve_triangular(F[piv], (s * c)[piv], lower=True, check_finite=False)
             self.P, self.z = np.ascontiguousarray(F.T), z
+            if weights is not None:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    self.P /= s
+                self.P[:, s == 0] = 0.0
         self.zz = float(self.z @ self.z)
         self.yty, self.n, self.r = float(yty), int(n), int(len(self.z))
 
@@ -222,9 +243,13 @@ class Reduced:
         return self.P.nbytes + self.z.nbytes
 
     @classmethod
-    def from_rows(cls, V: np.ndarray, y: np.ndarray, rel_tol: float = 1e-12) -> Reduced:
+    def from_rows(
+        cls, V: np.ndarray, y: np.ndarray, rel_tol: float = 1e-12,
+        weights: np.ndarray | None = None,
+    ) -> Reduced:  # fmt: skip
         """The same kind of factor from the rows (V n x m, n <= m, standardized y), through
-        the rows' Gram matrix ``W = V V'``: its pivoted Cholesky factor F (n x r, stopped
+        the rows' Gram matrix ``W = V V'`` (weighted: ``V diag(w) V'``, and still ``P =
+        Q'V``): its pivoted Cholesky factor F (n x r, stopped
         at the threshold of :class:`Reduced`'s rule;
         :func:`rfcli.learn.gpr_factor.rows_pivoted_cholesky` forms only the candidate
         pivots' columns of W) spans its column space, an orthonormal basis Q (n x r) of it
@@ -239,7 +264,7 @@ class Reduced:
         y = np.asarray(y, dtype=np.float64)
         n, m = V.shape
         out = cls.__new__(cls)
-        F, r = rows_pivoted_cholesky(V, rel_tol)  # W ~= F F'
+        F, r = rows_pivoted_cholesky(V, rel_tol, weights)  # W ~= F F'
         if r == 0:
             out.P, out.z = np.zeros((0, m)), np.zeros(0)
             resid = y

@@ -22,12 +22,12 @@ from rfcli.learn.tiles import column_sq_norms, gram_columns, rows_product
 PIVOT_BLOCK, PIVOT_GUARD, PIVOT_FINISH = 64, 1e-3, 0.5
 
 
-def rows_pivoted_cholesky(V: np.ndarray, rel_tol: float):
-    """A pivoted Cholesky factor F (n x r) of the rows' Gram matrix ``W = V V'``, rows in
-    their order, and its rank r, stopped where every residual diagonal entry is at most
-    :class:`rfcli.learn.gpr.Reduced`'s threshold (``rel_tol`` x the largest diagonal entry
-    of ``G = V'V``, the largest squared column norm); (None, 0) for features without
-    signal.
+def rows_pivoted_cholesky(V: np.ndarray, rel_tol: float, weights: np.ndarray | None = None):
+    """A pivoted Cholesky factor F (n x r) of the rows' Gram matrix ``W = V V'`` (with
+    ``weights`` w, of ``V diag(w) V'``), rows in their order, and its rank r, stopped where
+    every residual diagonal entry is at most :class:`rfcli.learn.gpr.Reduced`'s threshold
+    (``rel_tol`` x the largest diagonal entry of ``G = V'V``, the largest squared column
+    norm, of ``diag(w) G`` with weights); (None, 0) for features without signal.
 
     Left-looking and by blocks, so that only the candidate pivots' columns of W are formed
     (``V V_c'``: 2 n m c flops for c >= r candidates, where forming W costs n^2 m and its
@@ -53,37 +53,47 @@ def rows_pivoted_cholesky(V: np.ndarray, rel_tol: float):
     n, m = V.shape
     if not V.size:
         return None, 0
-    top = float(np.max(column_sq_norms(V)))
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    g = column_sq_norms(V)
+    top = float(np.max(g if w is None else g * w))
     if not top > 0:
         return None, 0
-    d = np.einsum("ij,ij->i", V, V)  # W's diagonal
-    F, r, _ = _pivoted_cholesky(d, partial(gram_columns, V), rel_tol * top, min(n, m))
+    d = np.einsum("ij,ij->i", V, V) if w is None else np.einsum("ij,ij,j->i", V, V, w)
+    F, r, _ = _pivoted_cholesky(d, partial(gram_columns, V, weights=w), rel_tol * top, min(n, m))
     return F, r
 
 
-def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float):
+def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float, weights: np.ndarray | None = None):
     """The same factor of a symmetric positive semidefinite matrix of which G holds the
     upper triangle (``G = V'V`` of a pass that summed its rows; what lies below the
-    diagonal is not read), its threshold ``rel_tol`` x G's largest diagonal entry: (F m x r,
-    rows in their order; r; the pivots in order, ``F[pivots]`` lower triangular).  The
-    candidates' columns are G's own, so a block costs only the residual's
-    product ``F F_c'`` (2 m r c flops, m r^2 in all, on the tile threads), where LAPACK's
-    dpstrf takes about m^2 r on one thread (ggplot2::faithfuld's level, 2,286 features: the
-    fit's factor step 0.15-0.26 -> 0.12-0.13 s, rank 1,202 against dpstrf's 1,189)."""
+    diagonal is not read), with ``weights`` w of ``diag(w)^1/2 G diag(w)^1/2``, its
+    threshold ``rel_tol`` x that matrix's largest diagonal entry: (F m x r, rows in their
+    order; r; the pivots in order, ``F[pivots]`` lower triangular).  The candidates'
+    columns are G's own, so a block costs only the residual's product ``F F_c'`` (2 m r c
+    flops, m r^2 in all, on the tile threads), where LAPACK's dpstrf takes about m^2 r on
+    one thread (ggplot2::faithfuld's level, 2,286 features: the fit's factor step
+    0.15-0.26 -> 0.12-0.13 s, rank 1,202 against dpstrf's 1,189)."""
     G = np.asarray(G, dtype=np.float64)
     m = len(G)
     d = np.array(np.diag(G)) if m else np.zeros(0)
+    s = None if weights is None else np.sqrt(np.asarray(weights, dtype=np.float64))
+    if s is not None:
+        d *= s * s
     if not m or not float(d.max()) > 0:
         return None, 0, np.zeros(0, dtype=np.intp)
-    return _pivoted_cholesky(d, partial(_upper_columns, G), rel_tol * float(d.max()), m)
+    return _pivoted_cholesky(d, partial(_upper_columns, G, s), rel_tol * float(d.max()), m)
 
 
-def _upper_columns(G: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Columns ``rows`` of the symmetric matrix whose upper triangle G holds."""
+def _upper_columns(G: np.ndarray, s: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
+    """Columns ``rows`` of the symmetric matrix whose upper triangle G holds (``diag(s) G
+    diag(s)``'s with s)."""
     out = np.empty((len(G), len(rows)))
     for k, j in enumerate(rows):
         out[:j, k] = G[:j, j]
         out[j:, k] = G[j, j:]
+    if s is not None:
+        out *= s[:, None]
+        out *= s[rows]
     return out
 
 
@@ -178,6 +188,7 @@ def _finish_factor(columns, F, r, d, done, tol, taken):
     return _factor(F, r, taken)
 
 
-def feature_rank(V: np.ndarray, rel_tol: float = 1e-12) -> int:
-    """The numerical rank of rows' features V (k x m) by :class:`rfcli.learn.gpr.Reduced`'s rule."""
-    return rows_pivoted_cholesky(np.asarray(V, dtype=np.float64), rel_tol)[1]
+def feature_rank(V: np.ndarray, rel_tol: float = 1e-12, weights: np.ndarray | None = None) -> int:
+    """The numerical rank of rows' features V (k x m) by :class:`rfcli.learn.gpr.Reduced`'s
+    rule (its features weighed by ``weights``)."""
+    return rows_pivoted_cholesky(np.asarray(V, dtype=np.float64), rel_tol, weights)[1]

@@ -64,12 +64,16 @@ def rows_product(V: np.ndarray, B: np.ndarray) -> np.ndarray:
     return out
 
 
-def gram_columns(V: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``V V_S'`` (n x k) for the rows S of V, ``rows`` at a time of ROW_TILE (each a copy of
-    at most ROW_TILE rows of V) by :func:`rows_product`."""
+def gram_columns(V: np.ndarray, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """``V V_S'`` (n x k) for the rows S of V (with ``weights`` w, ``V diag(w) V_S'``),
+    ROW_TILE rows at a time (each a copy of at most ROW_TILE rows of V, weighted) by
+    :func:`rows_product`."""
     out = np.empty((V.shape[0], len(rows)))
     for t in _spans(len(rows), ROW_TILE):
-        out[:, t] = rows_product(V, V[rows[t]])
+        B = V[rows[t]]
+        if weights is not None:
+            B *= weights
+        out[:, t] = rows_product(V, B)
     return out
 
 

@@ -53,6 +53,7 @@ from rfcli.maps.glf_rules import (
     kernel_error,
     lengthscale_ranges,
     log_spectral_density,
+    max_log_spectral_density,
     probe_differences,
     probe_lengthscales,
 )
@@ -219,6 +220,17 @@ class GaussLegendreMap(FeatureMap):
         """Quadrature weight times spectral density per feature (cos and sin halves)."""
         ell = np.broadcast_to(np.asarray(ell, dtype=np.float64), (self.n_inputs_,))
         wp = self.w_ * np.exp(log_spectral_density(self.kernel_name, self.H_, ell))
+        return np.concatenate([wp, wp])
+
+    def weight_envelope(self, ranges) -> np.ndarray:
+        """Per feature, an upper bound of :meth:`weights` over the lengthscales in ``ranges``
+        (n_ell x 2: one row, one lengthscale for every input; else one row per input):
+        :func:`rfcli.maps.glf_rules.max_log_spectral_density`.  The GP's factor of the
+        rows weighs its features by it (rfcli.learn.gpr.Reduced)."""
+        r = np.asarray(ranges, dtype=np.float64).reshape(-1, 2)
+        ard = len(r) > 1
+        top = max_log_spectral_density(self.kernel_name, self.H_, r[:, 0], r[:, 1], ard)
+        wp = self.w_ * np.exp(top)
         return np.concatenate([wp, wp])
 
     def kernel(self, X, Y):

@@ -336,7 +336,7 @@ def test_a_rank_probe_on_the_samples_first_rows_decides_as_the_whole_sample(tmp_
 
     ranks = []
     rank = R.feature_rank
-    monkeypatch.setattr(R, "feature_rank", lambda V: ranks.append(len(V)) or rank(V))
+    monkeypatch.setattr(R, "feature_rank", lambda V, **kw: ranks.append(len(V)) or rank(V, **kw))
     monkeypatch.setattr(R, "RANK_PROBE", 100)
     monkeypatch.setattr(R, "LEVEL_FLOPS", 0.0)
     settings, read = GPRSettings(sample_rows=400), ReadSettings(label="y")

@@ -76,9 +76,9 @@ def test_a_rules_sample_features_are_made_once_and_not_kept_through_another_rule
             made.append(fmap)
         return real_features(self, fmap)
 
-    def a_pass(self, fmap, what):
+    def a_pass(self, fmap, what, ranges):
         held_at_pass.append(self._sample_map is None or self._sample_map is fmap)
-        return real_pass(self, fmap, what)
+        return real_pass(self, fmap, what, ranges)
 
     monkeypatch.setattr(gpr_levels.Levels, "_sample_features", features)
     monkeypatch.setattr(gpr_levels.Levels, "_pass", a_pass)
@@ -123,3 +123,87 @@ def test_the_factor_of_g_leaves_every_residual_at_most_the_threshold(finish, mon
         F1, _, piv1 = gf.gram_pivoted_cholesky(G, 1e-12)
     assert np.array_equal(F1, F3) and np.array_equal(piv1, piv3)
     assert gf.gram_pivoted_cholesky(np.zeros((4, 4)), 1e-12)[:2] == (None, 0)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "matern32", "matern52"])
+@pytest.mark.parametrize("ard", [False, True])
+def test_the_weight_envelope_bounds_the_density_over_the_box_and_reaches_its_maximum(kernel, ard):
+    """max_log_spectral_density: at least log p(eta) at every lengthscale of the box (random
+    points, its corners and a fine grid), and no more than the grid's maximum plus the
+    grid's own resolution (the bound is the maximum, not merely a bound)."""
+    from itertools import product
+
+    from rfcli.maps.glf_rules import log_spectral_density, max_log_spectral_density
+
+    rng = np.random.default_rng(11)
+    d = 3 if ard else 2
+    eta = rng.normal(0, 1.5, (400, d)) * rng.uniform(0.01, 3, (400, 1))
+    eta[0] = 0.0  # the zero frequency: largest at the longest lengthscales
+    lo, hi = np.array([0.05, 0.3, 0.1][:d]), np.array([2.0, 1.2, 8.0][:d])
+    if not ard:
+        lo, hi = lo[:1], hi[:1]
+    top = max_log_spectral_density(kernel, eta, lo, hi, ard)
+    grid = [np.geomspace(a, b, 25) for a, b in zip(lo, hi, strict=True)]
+    points = [np.array(p) for p in product(*grid)] if ard else [np.full(d, g) for g in grid[0]]
+    points += [np.exp(rng.uniform(np.log(lo), np.log(hi))) * np.ones(d) for _ in range(50)]
+    dens = np.array([log_spectral_density(kernel, eta, p) for p in points])
+    assert np.all(dens <= top + 1e-9)
+    # the grid's maximum is within its spacing's reach of the true one (a concave function
+    # of log ell with slopes of at most d + (nu + d/2) 2: a step of log(hi/lo)/24 each way)
+    slope = d * 6.0 * max(np.log(hi / lo)) / 24
+    assert np.all(top <= dens.max(axis=0) + slope)
+    if not ard:  # one lengthscale: the maximum in closed form (u = d), attained exactly
+        best = np.clip(np.sqrt(d) / (2 * np.pi * np.linalg.norm(eta[1:6], axis=1)), lo[0], hi[0])
+        reached = [
+            log_spectral_density(kernel, eta[k + 1 : k + 2], b)[0] for k, b in enumerate(best)
+        ]
+        np.testing.assert_allclose(top[1:6], reached, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kernel,ard", [("gaussian", True), ("matern52", True), ("gaussian", False)]
+)
+def test_a_factor_weighted_by_the_envelope_keeps_the_likelihood_at_every_lengthscale_of_its_range(
+    kernel, ard
+):
+    """Reduced with the weights' envelope over a range (from G and from the rows): a smaller
+    rank than the unweighted factor, and the same log marginal likelihood as the dense
+    low-rank one, V D V' + lambda I, at lengthscales across the range (its corners too)."""
+    from rfcli.learn.gpr import GPStats, Reduced, glf_spectral, lml_and_grad
+    from rfcli.maps.gauss_legendre import GaussLegendreMap
+
+    rng = np.random.default_rng(4)
+    n = 500
+    X = rng.uniform(0, 1, (n, 2))
+    y = np.sin(5 * X[:, 0]) * X[:, 1] + 0.05 * rng.normal(size=n)
+    y = (y - y.mean()) / y.std()
+    ranges = np.array([[0.3, 1.5], [0.4, 3.0]] if ard else [[0.3, 1.5]])
+    lo = 0.15 if kernel == "gaussian" else 0.3  # Matern's heavy tails: more nodes
+    wide = np.array([[lo, 3.0], [lo, 3.0]] if ard else [[lo, 3.0]])  # the rule's range
+    fmap = GaussLegendreMap(kernel=kernel, lengthscale_bounds=wide, tol=1e-4).fit(
+        2, box=(X.min(0), X.max(0))
+    )
+    V, _ = fmap.transform_raw(X)
+    st = GPStats(fmap.n_features)
+    st.update(V, y)
+    env = fmap.weight_envelope(ranges)
+    sp = glf_spectral(fmap, ard)
+    plain = Reduced(np.triu(V.T @ V), V.T @ y, float(y @ y), n)
+    weighted = [Reduced(np.triu(V.T @ V), V.T @ y, float(y @ y), n, weights=env),
+                Reduced.from_rows(V, y, weights=env)]  # fmt: skip
+    # (Matern's heavy tails keep the rank near the rows' count either way)
+    smaller = 0.8 if kernel == "gaussian" else 1.0
+    assert all(w.r <= smaller * plain.r for w in weighted), (plain.r, [w.r for w in weighted])
+    for ell in ([0.3, 0.4], [1.5, 3.0], [0.6, 0.5], [1.0, 2.0]):
+        ell = ell if ard else ell[:1]
+        D = fmap.weights(np.asarray(ell) if ard else ell[0])
+        for s2, lam in ((1.0, 0.05), (2.0, 1e-3)):
+            K = s2 * (V * D) @ V.T + lam * np.eye(n)
+            L = np.linalg.cholesky(K)
+            a = np.linalg.solve(L, y)
+            ref = -0.5 * a @ a - np.log(np.diag(L)).sum() - 0.5 * n * np.log(2 * np.pi)
+            theta = np.log([s2, *ell, lam])
+            for red in weighted:
+                lml, _ = lml_and_grad(theta, red, sp, need_grad=False)
+                # the unweighted factor's own distance here: up to 4e-4 nats at lambda 1e-3
+                assert abs(lml - ref) <= 1e-2, (ell, s2, lam, lml, ref)
