@@ -16,7 +16,7 @@ import numpy as np
 
 from rfcli.jobs.gpr_learn import Fit, theta_of, timed
 from rfcli.learn.gpr_exact import ExactGP, exact_memory_need, max_exact_rows
-from rfcli.learn.gpr_factor import feature_rank
+from rfcli.learn.gpr_factor import box_weights, feature_rank
 from rfcli.learn.gpr_optimize import fit_hyperparameters
 from rfcli.threads import one_blas_thread
 
@@ -116,7 +116,7 @@ class ExactRoute:
             with timed(self.clock, "rank on the sample"), one_blas_thread():
                 # (only where the probe's largest rank would decide)
                 # weighed as the level's factor will be (rfcli.learn.gpr.Reduced)
-                w = fmap.weight_envelope(ranges)
+                w = box_weights(fmap, ranges)
                 if k > RANK_PROBE and exact < level(float(min(RANK_PROBE, m))):
                     probe = feature_rank(self._sample_features(fmap, RANK_PROBE), weights=w)
                     if exact < level(float(probe)):

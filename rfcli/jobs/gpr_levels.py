@@ -52,6 +52,7 @@ from rfcli.learn.gpr import (
     lml_and_grad,
     max_gp_nodes,
 )
+from rfcli.learn.gpr_factor import box_weights
 from rfcli.learn.gpr_optimize import fit_hyperparameters
 from rfcli.learn.gpr_search import (
     exact_profile,
@@ -206,7 +207,7 @@ class Levels(ExactRoute, SampleChecks):
             self.xy = ext.sample.rows
         self.n = st.n
         with timed(self.clock, "factor of G"), one_blas_thread():
-            red = st.reduced(weights=fmap.weight_envelope(ranges))
+            red = st.reduced(weights=box_weights(fmap, ranges))
         return enc, st, red, glf_spectral(fmap, self.s.ard)
 
     def _full(self, ell: np.ndarray) -> np.ndarray:
@@ -289,8 +290,10 @@ class Levels(ExactRoute, SampleChecks):
             fmap = self._map(ranges)
         except RuleTooLarge as e:
             raise self._too_large(e, "for the coarse scan") from None
+        # (weighted over the grids' reach: their points may pass the ranges by 1e-4)
+        reach = ranges * np.array([0.9999, 1.0001])
         enc, st, red, spectral = self._pass(
-            fmap, f"GP statistics (coarse rule, {len(fmap.w_)} nodes)", ranges
+            fmap, f"GP statistics (coarse rule, {len(fmap.w_)} nodes)", reach
         )
         grids = [
             g[(g >= r[0] * 0.9999) & (g <= r[1] * 1.0001)]

@@ -9,7 +9,9 @@ rfcli.learn.tiles, so the factor is the same on any number of threads.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
+from itertools import product
 
 import numpy as np
 
@@ -22,12 +24,47 @@ from rfcli.learn.tiles import column_sq_norms, gram_columns, rows_product
 PIVOT_BLOCK, PIVOT_GUARD, PIVOT_FINISH = 64, 1e-3, 0.5
 
 
-def rows_pivoted_cholesky(V: np.ndarray, rel_tol: float, weights: np.ndarray | None = None):
+@dataclass(frozen=True)
+class FeatureWeights:
+    """How a factor weighs its features (:class:`rfcli.learn.gpr.Reduced`): by
+    ``envelope`` w (m,), an upper bound of the feature weights ``D(ell) / s^2`` over a box
+    of lengthscales, so that what the factor leaves out of ``V diag(w) V'`` bounds what it
+    leaves out of ``V D V' / s^2`` anywhere in the box; and ``points`` (p, m), the feature
+    weights at points of the box (its corners and centre: :func:`box_weights`), which set
+    the threshold's scale: the least over them of the largest weighted diagonal entry
+    ``max_k D_k g_k`` (g the features' squared column norms), the scale of the kernel
+    matrix there, where the envelope's largest entry ``max_k w_k g_k`` would be the whole
+    box's (up to 4.3x larger, at a Matern 5/2 box's short corner: that threshold lost up to
+    2e-3 nats of the dense likelihood there)."""
+
+    envelope: np.ndarray
+    points: np.ndarray
+
+    def scale(self, g: np.ndarray) -> float:
+        """The threshold's scale for squared column norms (or G's diagonal) g."""
+        return float(np.min(np.max(self.points * g, axis=1)))
+
+
+def box_weights(fmap, ranges: np.ndarray) -> FeatureWeights:
+    """:class:`FeatureWeights` of a fitted Gauss-Legendre map (its ``weight_envelope`` and
+    ``weights``) over the lengthscale box ``ranges`` (n_ell x 2): the envelope, and the
+    weights at the box's 2^n_ell corners and its geometric centre."""
+    r = np.asarray(ranges, dtype=np.float64).reshape(-1, 2)
+    corners = [np.array(c) for c in product(*r)] + [np.sqrt(r[:, 0] * r[:, 1])]
+    d = fmap.n_inputs_
+    points = [fmap.weights(np.broadcast_to(c, (d,)) if len(r) == 1 else c) for c in corners]
+    return FeatureWeights(fmap.weight_envelope(r), np.array(points))
+
+
+def rows_pivoted_cholesky(
+    V: np.ndarray, rel_tol: float, weights: FeatureWeights | None = None
+):  # fmt: skip
     """A pivoted Cholesky factor F (n x r) of the rows' Gram matrix ``W = V V'`` (with
-    ``weights`` w, of ``V diag(w) V'``), rows in their order, and its rank r, stopped where
-    every residual diagonal entry is at most :class:`rfcli.learn.gpr.Reduced`'s threshold
-    (``rel_tol`` x the largest diagonal entry of ``G = V'V``, the largest squared column
-    norm, of ``diag(w) G`` with weights); (None, 0) for features without signal.
+    ``weights``, of ``V diag(w) V'`` for their envelope w), rows in their order, and its
+    rank r, stopped where every residual diagonal entry is at most
+    :class:`rfcli.learn.gpr.Reduced`'s threshold (``rel_tol`` x the largest diagonal entry
+    of ``G = V'V``, the largest squared column norm; with weights, x their
+    :meth:`FeatureWeights.scale`); (None, 0) for features without signal.
 
     Left-looking and by blocks, so that only the candidate pivots' columns of W are formed
     (``V V_c'``: 2 n m c flops for c >= r candidates, where forming W costs n^2 m and its
@@ -53,9 +90,9 @@ def rows_pivoted_cholesky(V: np.ndarray, rel_tol: float, weights: np.ndarray | N
     n, m = V.shape
     if not V.size:
         return None, 0
-    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    w = None if weights is None else _envelope(weights)
     g = column_sq_norms(V)
-    top = float(np.max(g if w is None else g * w))
+    top = float(np.max(g)) if w is None else weights.scale(g)
     if not top > 0:
         return None, 0
     d = np.einsum("ij,ij->i", V, V) if w is None else np.einsum("ij,ij,j->i", V, V, w)
@@ -63,37 +100,38 @@ def rows_pivoted_cholesky(V: np.ndarray, rel_tol: float, weights: np.ndarray | N
     return F, r
 
 
-def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float, weights: np.ndarray | None = None):
+def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float):
     """The same factor of a symmetric positive semidefinite matrix of which G holds the
     upper triangle (``G = V'V`` of a pass that summed its rows; what lies below the
-    diagonal is not read), with ``weights`` w of ``diag(w)^1/2 G diag(w)^1/2``, its
-    threshold ``rel_tol`` x that matrix's largest diagonal entry: (F m x r, rows in their
-    order; r; the pivots in order, ``F[pivots]`` lower triangular).  The candidates'
-    columns are G's own, so a block costs only the residual's product ``F F_c'`` (2 m r c
-    flops, m r^2 in all, on the tile threads), where LAPACK's dpstrf takes about m^2 r on
-    one thread (ggplot2::faithfuld's level, 2,286 features: the fit's factor step
-    0.15-0.26 -> 0.12-0.13 s, rank 1,202 against dpstrf's 1,189)."""
+    diagonal is not read), its threshold ``rel_tol`` x G's largest diagonal entry: (F m x r,
+    rows in their order; r; the pivots in order, ``F[pivots]`` lower triangular).  The
+    candidates' columns are G's own, so a block costs only the residual's
+    product ``F F_c'`` (2 m r c flops, m r^2 in all, on the tile threads), where LAPACK's
+    dpstrf takes about m^2 r on one thread (ggplot2::faithfuld's level, 2,286 features: the
+    fit's factor step 0.15-0.26 -> 0.12-0.13 s, rank 1,202 against dpstrf's 1,189)."""
     G = np.asarray(G, dtype=np.float64)
     m = len(G)
     d = np.array(np.diag(G)) if m else np.zeros(0)
-    s = None if weights is None else np.sqrt(np.asarray(weights, dtype=np.float64))
-    if s is not None:
-        d *= s * s
     if not m or not float(d.max()) > 0:
         return None, 0, np.zeros(0, dtype=np.intp)
-    return _pivoted_cholesky(d, partial(_upper_columns, G, s), rel_tol * float(d.max()), m)
+    return _pivoted_cholesky(d, partial(_upper_columns, G), rel_tol * float(d.max()), m)
 
 
-def _upper_columns(G: np.ndarray, s: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
-    """Columns ``rows`` of the symmetric matrix whose upper triangle G holds (``diag(s) G
-    diag(s)``'s with s)."""
+def _envelope(weights: FeatureWeights) -> np.ndarray:
+    """The envelope as float64, checked: finite and non-negative (a NaN would make every
+    comparison with the threshold false, and the factor silently of rank 0)."""
+    w = np.asarray(weights.envelope, dtype=np.float64)
+    if not np.all(np.isfinite(w) & (w >= 0)):
+        raise ValueError("feature weights must be finite and non-negative")
+    return w
+
+
+def _upper_columns(G: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Columns ``rows`` of the symmetric matrix whose upper triangle G holds."""
     out = np.empty((len(G), len(rows)))
     for k, j in enumerate(rows):
         out[:j, k] = G[:j, j]
         out[j:, k] = G[j, j:]
-    if s is not None:
-        out *= s[:, None]
-        out *= s[rows]
     return out
 
 
@@ -188,7 +226,9 @@ def _finish_factor(columns, F, r, d, done, tol, taken):
     return _factor(F, r, taken)
 
 
-def feature_rank(V: np.ndarray, rel_tol: float = 1e-12, weights: np.ndarray | None = None) -> int:
+def feature_rank(
+    V: np.ndarray, rel_tol: float = 1e-12, weights: FeatureWeights | None = None
+) -> int:  # fmt: skip
     """The numerical rank of rows' features V (k x m) by :class:`rfcli.learn.gpr.Reduced`'s
     rule (its features weighed by ``weights``)."""
     return rows_pivoted_cholesky(np.asarray(V, dtype=np.float64), rel_tol, weights)[1]
