@@ -34,14 +34,15 @@ class FeatureWeights:
     the threshold's scale: the least over them of the largest weighted diagonal entry
     ``max_k D_k g_k`` (g the features' squared column norms), the scale of the kernel
     matrix there, where the envelope's largest entry ``max_k w_k g_k`` would be the whole
-    box's (up to 4.3x larger, at a Matern 5/2 box's short corner: that threshold lost up to
-    2e-3 nats of the dense likelihood there)."""
+    box's (up to 4.3x larger, at a Matern 5/2 box's short corner; on the Gaussian ARD test
+    of tests/learn/test_gpr_factor.py that threshold's factor was 14x further from the
+    dense likelihood than the unweighted one, 1.7e-3 against 1.2e-4 nats)."""
 
     envelope: np.ndarray
     points: np.ndarray
 
     def scale(self, g: np.ndarray) -> float:
-        """The threshold's scale for squared column norms (or G's diagonal) g."""
+        """The threshold's scale for the features' squared column norms g."""
         return float(np.min(np.max(self.points * g, axis=1)))
 
 
