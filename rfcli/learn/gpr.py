@@ -158,8 +158,8 @@ class GPStats:
         (:meth:`Reduced.from_rows`), else from G (pivoted Cholesky, unweighted: the same
         weighting of G's factor, through ``diag(w)^1/2 G diag(w)^1/2`` and ``P = P_w
         diag(w)^-1/2``, was 100x further from the dense likelihood than the unweighted one
-        on a Matern 5/2 ARD test, 2.5e-3 against 1.4e-5 nats, at any threshold: rounding,
-        where the rows' factor stays as close as the unweighted one)."""
+        on a Matern 5/2 ARD test, 2.5e-3 against 1.4e-5 nats, at any threshold: rounding;
+        the weighted rows' factor within 2e-5 nats there, docs/gpr.md)."""
         if self.blocks is None:
             _, _, c, yty = self.standardized()
             return Reduced(self.sums.G, c, yty, self.n, rel_tol)  # G's upper triangle
@@ -253,7 +253,7 @@ class Reduced:
         scale at the box's corners and centre, the least of them
         (:meth:`rfcli.learn.gpr_factor.FeatureWeights.scale`), as a factor made for that
         lengthscale alone would have it: ggplot2::diamonds ARD's last level, 11,232
-        features on 3,000 rows, rank 566 unweighted, 376 weighted (docs/gpr.md, What it
+        features on 3,000 rows, rank 566 unweighted, 401 weighted (docs/gpr.md, What it
         costs)."""
         import scipy.linalg as sla
 

@@ -219,7 +219,12 @@ class GaussLegendreMap(FeatureMap):
     def weights(self, ell) -> np.ndarray:
         """Quadrature weight times spectral density per feature (cos and sin halves)."""
         ell = np.broadcast_to(np.asarray(ell, dtype=np.float64), (self.n_inputs_,))
-        wp = self.w_ * np.exp(log_spectral_density(self.kernel_name, self.H_, ell))
+        return self._halves(log_spectral_density(self.kernel_name, self.H_, ell))
+
+    def _halves(self, log_density: np.ndarray) -> np.ndarray:
+        """Quadrature weight times ``exp(log_density)`` per node, for the cos and sin
+        halves of the features."""
+        wp = self.w_ * np.exp(log_density)
         return np.concatenate([wp, wp])
 
     def weight_envelope(self, ranges) -> np.ndarray:
@@ -229,9 +234,9 @@ class GaussLegendreMap(FeatureMap):
         rows weighs its features by it (rfcli.learn.gpr.Reduced)."""
         r = np.asarray(ranges, dtype=np.float64).reshape(-1, 2)
         ard = len(r) > 1
-        top = max_log_spectral_density(self.kernel_name, self.H_, r[:, 0], r[:, 1], ard)
-        wp = self.w_ * np.exp(top)
-        return np.concatenate([wp, wp])
+        return self._halves(
+            max_log_spectral_density(self.kernel_name, self.H_, r[:, 0], r[:, 1], ard)
+        )
 
     def kernel(self, X, Y):
         raise UsageError("a GLF map has no fixed kernel (its lengthscale is learned by GPR)")

@@ -50,9 +50,26 @@ class RuleTooLarge(UsageError):
 
 
 def log_spectral_density(kernel: str, eta: np.ndarray, ell: np.ndarray) -> np.ndarray:
-    """log p(eta) for unit signal variance; eta (s, d), ell (d,)."""
+    """log p(eta) for unit signal variance; eta (s, d), ell (d,), or (s, d): a lengthscale
+    vector per row."""
+    from scipy.special import gammaln  # lazily: scipy.special slows CLI start-up
+
     eta = np.asarray(eta, dtype=np.float64)
-    return log_spectral_density_rows(kernel, eta, np.broadcast_to(ell, eta.shape))
+    ell = np.asarray(ell, dtype=np.float64)
+    d = eta.shape[1]
+    u2 = np.sum((eta * ell) ** 2, axis=1)
+    base = np.sum(np.log(ell), axis=-1)  # one value, or one per row
+    if kernel == "gaussian":
+        return base + d / 2 * np.log(2 * np.pi) - 2 * np.pi**2 * u2
+    nu = MATERN_NU[kernel]
+    c = (
+        d * np.log(2)
+        + d / 2 * np.log(np.pi)
+        + gammaln(nu + d / 2)
+        + nu * np.log(2 * nu)
+        - gammaln(nu)
+    )
+    return base + c - (nu + d / 2) * np.log(2 * nu + 4 * np.pi**2 * u2)
 
 
 #: coordinate-ascent sweeps of :func:`max_log_spectral_density` (ARD Matern); its bound
@@ -81,46 +98,25 @@ def max_log_spectral_density(kernel: str, eta: np.ndarray, lo, hi, ard: bool) ->
         if not ard:  # u = d at the maximum
             norm = np.sqrt(np.sum(eta * eta, axis=1))
             ell = np.clip(np.sqrt(d) / (2 * np.pi * norm), lo[0], hi[0])[:, None]
-            return log_spectral_density_rows(kernel, eta, np.broadcast_to(ell, (s, d)))
+            return log_spectral_density(kernel, eta, np.broadcast_to(ell, (s, d)))
         c = (2 * np.pi * eta) ** 2  # u_j = c_j ell_j^2
         ell = np.clip(1.0 / np.sqrt(c), lo, hi)  # every u_j = 1 (clipped)
         if kernel == "gaussian":
-            return log_spectral_density_rows(kernel, eta, ell)
+            return log_spectral_density(kernel, eta, ell)
         nu = MATERN_NU[kernel]
         for _ in range(ENVELOPE_SWEEPS):
             for j in range(d):
                 u = c * ell * ell
                 rest = 2 * nu + u.sum(axis=1) - u[:, j]
                 ell[:, j] = np.clip(np.sqrt(rest / ((2 * nu + d - 1) * c[:, j])), lo[j], hi[j])
-    u = c * ell * ell
-    grad = 1.0 - (2 * nu + d) * u / (2 * nu + u.sum(axis=1, keepdims=True))  # d f / d t_j
+    grad = dlog_density_dlog_ell(kernel, eta, ell)  # d f / d t_j
     t = np.log(ell)
     rise = np.maximum(grad * (np.log(lo) - t), grad * (np.log(hi) - t)).sum(axis=1)
-    return log_spectral_density_rows(kernel, eta, ell) + rise
-
-
-def log_spectral_density_rows(kernel: str, eta: np.ndarray, ell: np.ndarray) -> np.ndarray:
-    """:func:`log_spectral_density` with lengthscales per row: eta and ell (s, d)."""
-    from scipy.special import gammaln  # lazily: scipy.special slows CLI start-up
-
-    d = eta.shape[1]
-    u2 = np.sum((eta * ell) ** 2, axis=1)
-    base = np.sum(np.log(ell), axis=1)
-    if kernel == "gaussian":
-        return base + d / 2 * np.log(2 * np.pi) - 2 * np.pi**2 * u2
-    nu = MATERN_NU[kernel]
-    c = (
-        d * np.log(2)
-        + d / 2 * np.log(np.pi)
-        + gammaln(nu + d / 2)
-        + nu * np.log(2 * nu)
-        - gammaln(nu)
-    )
-    return base + c - (nu + d / 2) * np.log(2 * nu + 4 * np.pi**2 * u2)
+    return log_spectral_density(kernel, eta, ell) + rise
 
 
 def dlog_density_dlog_ell(kernel: str, eta: np.ndarray, ell: np.ndarray) -> np.ndarray:
-    """d log p / d log l_j, shape (s, d)."""
+    """d log p / d log l_j, shape (s, d); ell (d,), or (s, d) per row."""
     a = (2 * np.pi * eta * ell) ** 2  # 4 pi^2 l_j^2 eta_j^2
     if kernel == "gaussian":
         return 1.0 - a
