@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rfcli.jobs.gpr_learn import Fit, theta_of, timed
+from rfcli.learn.gpr import trace_tolerance
 from rfcli.learn.gpr_exact import ExactGP, exact_memory_need, max_exact_rows
 from rfcli.learn.gpr_factor import box_weights, feature_rank
 from rfcli.learn.gpr_optimize import fit_hyperparameters
@@ -82,7 +83,7 @@ class ExactRoute:
         time went to designing the level's rule only to count its features)."""
         return self._exact_step_flops(ranges) < LEVEL_FLOPS / LEVEL_STEPS
 
-    def _exact_cheaper(self, fmap: GaussLegendreMap, ranges: np.ndarray) -> bool:
+    def _exact_cheaper(self, fmap: GaussLegendreMap, ranges: np.ndarray, noise=None) -> bool:
         """Whether exact GP steps cost less than a level on ``fmap``'s m features, in flops
         per step.  Exact (:meth:`ExactGP.step_flops`, at the range's longest lengthscale):
         about 4/3 n^3 dense, O(n b^2) for one input in a band of half-width b; times
@@ -116,14 +117,18 @@ class ExactRoute:
             with timed(self.clock, "rank on the sample"), one_blas_thread():
                 # (only where the probe's largest rank would decide)
                 # weighed as the level's factor will be (rfcli.learn.gpr.Reduced)
-                w = box_weights(fmap, ranges)
+                # and stopped as it will be for the ``noise`` the level expects, the
+                # residual's trace in proportion to the rows
+                w, tt = box_weights(fmap, ranges), trace_tolerance(noise) / max(n, 1.0)
                 if k > RANK_PROBE and exact < level(float(min(RANK_PROBE, m))):
-                    probe = feature_rank(self._sample_features(fmap, RANK_PROBE), weights=w)
+                    V = self._sample_features(fmap, RANK_PROBE)
+                    probe = feature_rank(V, weights=w, trace_tol=tt * len(V))
                     if exact < level(float(probe)):
                         return True
+                V = self._sample_features(fmap)
                 rank = self._sample_rank = (
                     fmap,
-                    feature_rank(self._sample_features(fmap), weights=w),
+                    feature_rank(V, weights=w, trace_tol=tt * len(V)),
                 )
         r = rank[1]
         if k < n and r >= RANK_FULL * min(k, m):

@@ -91,9 +91,19 @@ NOISE_SHARE, NOISE_REFINE = 0.1, 0.03
 #: an isotropic level with at least PROFILE_RATIO features per rank of its factor learns by
 #: the profiled search (Levels._profiled)
 PROFILE_RATIO = 2
+#: a level whose rows' factor (stopped for the starts' noise: rfcli.learn.gpr.FACTOR_NATS)
+#: lost more than REFACTOR_NATS of the likelihood at its optimum (rfcli.learn.gpr.factor_nats)
+#: is factored again, its trace tolerance REFACTOR_FACTOR x below the loss's share of
+#: REFACTOR_NATS, and learned on, at most REFACTOR_TRIES times
+REFACTOR_NATS, REFACTOR_FACTOR, REFACTOR_TRIES = 0.05, 3.0, 3
 #: a refinement for the noise tries design tolerances tol / REFINE_FACTOR^k, k = 1 ..
 #: REFINE_TRIES, and keeps the coarsest whose rule's error on the data meets the target
 REFINE_FACTOR, REFINE_TRIES = 3.0, 8
+
+
+def _noise(thetas: list[np.ndarray]) -> float:
+    """The least noise/signal ratio of starts (theta's values: s2, ell..., lambda)."""
+    return min(float(t[-1] / t[0]) for t in thetas)
 
 
 class PassExtras:
@@ -193,10 +203,10 @@ class Levels(ExactRoute, SampleChecks):
             raise out
         return out
 
-    def _pass(self, fmap: GaussLegendreMap, what: str, ranges: np.ndarray):
+    def _pass(self, fmap: GaussLegendreMap, what: str, ranges: np.ndarray, noise=None):
         """One statistics pass on ``fmap``'s features and their factor, weighed by their
-        largest weights over the lengthscales ``ranges`` that the level explores
-        (:class:`rfcli.learn.gpr.Reduced`)."""
+        largest weights over the lengthscales ``ranges`` that the level explores, for the
+        noise/signal ratio ``noise`` the level expects (:class:`rfcli.learn.gpr.Reduced`)."""
         # the hash sample's first rows are the smaller samples (BottomK: sorted by hash)
         k = 0 if self.xy is not None else max(self.s.sample_rows, self.exact_rows)
         enc = self.base.encoder(fmap)
@@ -207,7 +217,7 @@ class Levels(ExactRoute, SampleChecks):
             self.xy = ext.sample.rows
         self.n = st.n
         with timed(self.clock, "factor of G"), one_blas_thread():
-            red = st.reduced(weights=box_weights(fmap, ranges))
+            red = st.reduced(weights=box_weights(fmap, ranges), noise=noise)
         return enc, st, red, glf_spectral(fmap, self.s.ard)
 
     def _full(self, ell: np.ndarray) -> np.ndarray:
@@ -420,7 +430,7 @@ class Levels(ExactRoute, SampleChecks):
         s = self.s
         ranges = self._trust([p["ell"] for p in starts])
         thetas = [theta_of(p) for p in starts]
-        if self._exact_first(ranges):
+        if self._exact_first(ranges, _noise(thetas)):
             # the exact GP costs less than a level of the current rule, and so of any finer
             # one: the prior's finer tolerance would not be used (itsadug::eeg: its kernel
             # error checks took 0.8 s of a 1.8 s fit)
@@ -450,7 +460,8 @@ class Levels(ExactRoute, SampleChecks):
                     out = self._exact(thetas, group, ranges)
                     return out if out is not None else self._exact(thetas, group, ranges)
                 raise self._too_large(e, "around the lengthscales the search reached") from None
-            if self._exact_ready() and self._exact_cheaper(fmap, ranges):
+            noise = _noise(thetas)
+            if self._exact_ready() and self._exact_cheaper(fmap, ranges, noise):
                 enc = st = red = spectral = state = None
                 out = self._exact(thetas, group, ranges)
                 if out is not None:
@@ -460,20 +471,27 @@ class Levels(ExactRoute, SampleChecks):
             # memory holds one level, and the new arrays get the pages just freed
             enc = st = red = spectral = state = None
             self._keep_sample_features(fmap)  # another map's are not kept through the pass
-            enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})", ranges)
-            if self._profiled(red, thetas):
-                with timed(self.clock, "profile search"), one_blas_thread():
-                    theta, history = self._profile_fit(red, spectral, ranges, thetas[0], where)
-            else:
-                box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
-                with timed(self.clock, "L-BFGS-B"), one_blas_thread():
-                    res, history = fit_hyperparameters(glf_objective(red, spectral), box, thetas,
-                                                       progress=self.progress,
-                                                       title=f"GP L-BFGS-B ({where})")  # fmt: skip
-                theta = res.x
+            enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})", ranges, noise)
+            theta, history = self._learn(red, spectral, ranges, thetas, where)
+            lost = None
+            for _ in range(REFACTOR_TRIES):
+                # the factor stopped for the starts' noise: at the optimum, the likelihood
+                # it lost (estimated); too much, and it is made again for a smaller noise
+                # (the estimate's share of REFACTOR_NATS) and learned on
+                with one_blas_thread():
+                    lost = st.factor_nats(theta, red, spectral)
+                if lost is None or lost <= REFACTOR_NATS:
+                    break
+                noise *= REFACTOR_NATS / lost / REFACTOR_FACTOR
+                with timed(self.clock, "factor of G"), one_blas_thread():
+                    red = st.reduced(weights=box_weights(fmap, ranges), noise=noise)
+                theta, more = self._learn(red, spectral, ranges, [np.exp(theta)], where)
+                history += more
             self.history += history
             level = self._record("level", fmap, ranges, theta, red, spectral, history)
             level["group"] = group
+            if lost is not None:
+                level["factor_nats"] = float(lost)
             ell = np.exp(theta[1 : 1 + self.n_ell])
             if prev is not None:
                 level["moved"] = float(np.max(np.abs(theta - prev[0])))
@@ -554,7 +572,21 @@ class Levels(ExactRoute, SampleChecks):
             prev = (theta, level["lml"])
             ranges, thetas = nxt, [np.exp(theta)]
 
-    def _exact_first(self, ranges: np.ndarray) -> bool:
+    def _learn(self, red, spectral, ranges: np.ndarray, thetas: list[np.ndarray], where: str):
+        """A level's optimum within ``ranges`` from ``thetas``: (log theta, history), by the
+        profiled search (:meth:`_profiled`) or L-BFGS-B."""
+        s = self.s
+        if self._profiled(red, thetas):
+            with timed(self.clock, "profile search"), one_blas_thread():
+                return self._profile_fit(red, spectral, ranges, thetas[0], where)
+        box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
+        with timed(self.clock, "L-BFGS-B"), one_blas_thread():
+            res, history = fit_hyperparameters(glf_objective(red, spectral), box, thetas,
+                                               progress=self.progress,
+                                               title=f"GP L-BFGS-B ({where})")  # fmt: skip
+        return res.x, history
+
+    def _exact_first(self, ranges: np.ndarray, noise: float) -> bool:
         """Before a group's first level: whether the exact GP costs less than a level of the
         rule for ``ranges`` at the current tolerance (no rule designed where it costs less
         than any level; a rule over the budget is left to the levels, which handle it)."""
@@ -566,7 +598,7 @@ class Levels(ExactRoute, SampleChecks):
             fmap = self._map(ranges)
         except RuleTooLarge:
             return False
-        return self._exact_cheaper(fmap, ranges)
+        return self._exact_cheaper(fmap, ranges, noise)
 
     def _inside(self, ell: np.ndarray, ranges: np.ndarray) -> bool:
         """Whether an optimum lies a factor F_FINAL inside the range it was optimized in, or

@@ -28,6 +28,7 @@ from rfcli.learn.gpr_optimize import LMLTerms, lml_and_grad_of
 from rfcli.learn.linear import MODELS, LinearModel
 from rfcli.learn.ridge import RidgeStats
 from rfcli.learn.tiles import (
+    column_sq_norms,
     gram_temp_bytes,
     inverse_sq_column_norms,
     left_product,
@@ -152,21 +153,33 @@ class GPStats:
         yty = (yy - self.n * mu * mu) / (sd * sd)
         return self.shift + mu, sd, c, yty
 
-    def reduced(self, rel_tol: float = 1e-12, weights: FeatureWeights | None = None) -> Reduced:
+    def reduced(
+        self, rel_tol: float = 1e-12, weights: FeatureWeights | None = None,
+        noise: float | None = None,
+    ) -> Reduced:  # fmt: skip
         """:class:`Reduced` of the standardized targets: from the rows (their Gram
         matrix) while they are kept, its features weighed by ``weights``
         (:meth:`Reduced.from_rows`), else from G (pivoted Cholesky, unweighted: the same
         weighting of G's factor, through ``diag(w)^1/2 G diag(w)^1/2`` and ``P = P_w
         diag(w)^-1/2``, was 100x further from the dense likelihood than the unweighted one
         on a Matern 5/2 ARD test, 2.5e-3 against 1.4e-5 nats, at any threshold: rounding;
-        the weighted rows' factor within 2e-5 nats there, docs/gpr.md)."""
+        the weighted rows' factor within 2e-5 nats there, docs/gpr.md).  ``noise``: the
+        noise/signal ratio the learning is expected to reach, which lets the rows' factor
+        stop earlier (:meth:`Reduced.from_rows`)."""
         if self.blocks is None:
             _, _, c, yty = self.standardized()
             return Reduced(self.sums.G, c, yty, self.n, rel_tol)  # G's upper triangle
         if self.n < 2:
             raise InputError("GP regression needs at least 2 rows")
         V, ys, _, _ = self._standardized_rows()
-        return Reduced.from_rows(V, ys, rel_tol, weights)
+        return Reduced.from_rows(V, ys, rel_tol, weights, noise)
+
+    def factor_nats(self, theta, red: Reduced, spectral: Spectral) -> float | None:
+        """:func:`factor_nats` of ``red`` made from these rows; None for the sum form."""
+        if self.blocks is None:
+            return None
+        V, ys, _, _ = self._standardized_rows()
+        return factor_nats(theta, red, spectral, V, ys)
 
     def _standardized_rows(self):
         """(V, the standardized targets, mean, std) of the rows kept, centred exactly."""
@@ -220,6 +233,7 @@ class Reduced:
             self.P, self.z = np.ascontiguousarray(F.T), z
         self.zz = float(self.z @ self.z)
         self.yty, self.n, self.r = float(yty), int(n), int(len(self.z))
+        self.trace_left: float | None = None  # unweighted: no bound (nats_lost)
 
     @property
     def nbytes(self) -> int:
@@ -229,7 +243,7 @@ class Reduced:
     @classmethod
     def from_rows(
         cls, V: np.ndarray, y: np.ndarray, rel_tol: float = 1e-12,
-        weights: FeatureWeights | None = None,
+        weights: FeatureWeights | None = None, noise: float | None = None,
     ) -> Reduced:  # fmt: skip
         """The same kind of factor from the rows (V n x m, n <= m, standardized y), through
         the rows' Gram matrix ``W = V V'`` (weighted: ``V diag(w) V'``, below): its
@@ -261,7 +275,8 @@ class Reduced:
         y = np.asarray(y, dtype=np.float64)
         n, m = V.shape
         out = cls.__new__(cls)
-        F, r = rows_pivoted_cholesky(V, rel_tol, weights)  # W ~= F F'
+        trace_tol = trace_tolerance(noise) if weights is not None else 0.0
+        F, r = rows_pivoted_cholesky(V, rel_tol, weights, trace_tol)  # W ~= F F'
         if r == 0:
             out.P, out.z = np.zeros((0, m)), np.zeros(0)
             resid = y
@@ -276,7 +291,23 @@ class Reduced:
             resid = y - Q @ out.z
         out.zz = float(out.z @ out.z)
         out.yty, out.n, out.r = out.zz + float(resid @ resid), int(n), r
+        out.trace_left = None
+        if weights is not None:  # the residual's trace: tr(V diag(w) V') - ||F||^2
+            whole = float(column_sq_norms(V) @ weights.envelope)
+            out.trace_left = max(whole - (float(np.sum(F * F)) if r else 0.0), 0.0)
         return out
+
+
+#: the log marginal likelihood a weighted rows' factor may lose at the noise/signal ratio the
+#: learning is expected to reach (Reduced.from_rows: it stops once the residual's trace is
+#: at most FACTOR_NATS x that ratio)
+FACTOR_NATS = 1e-3
+
+
+def trace_tolerance(noise: float | None) -> float:
+    """The residual trace at which a weighted rows' factor may stop for the noise/signal
+    ratio ``noise`` (FACTOR_NATS x it; 0, no such stop, without a ratio)."""
+    return FACTOR_NATS * float(noise) if noise else 0.0
 
 
 #: m x m float64 matrices a GP fit holds at its peak besides one statistics copy per engine
@@ -378,17 +409,45 @@ def glf_objective(red: Reduced, spectral: Spectral) -> Callable:
     return lambda theta: lml_terms(theta, red, spectral)
 
 
+def _mean(PD: np.ndarray, cf, red: Reduced) -> np.ndarray:
+    """The posterior weight mean ``D P'A^-1 z`` (``PD = P D``, A's Cholesky factor cf)."""
+    import scipy.linalg as sla
+
+    return PD.T @ sla.cho_solve(cf, red.z, check_finite=False)
+
+
+def factor_nats(theta, red: Reduced, spectral: Spectral, V: np.ndarray, y: np.ndarray):
+    """An estimate of the log marginal likelihood that a weighted rows' factor
+    (:meth:`Reduced.from_rows` of the rows V, standardized y, its residual's trace t)
+    loses at ``theta`` against the kernel of all the features (docs/gpr.md, The rows'
+    factor): half of ``2 s2 t / lambda + |||w||^2 - 2 b'w| / lambda``, where the kernel's
+    part off the factor's span Q raises log det K by at most ``s2 t / lambda`` and lowers
+    the data term by about as much, and the fitted function ``f = V mu_w`` (posterior
+    weight mean) has the part ``w = f - Q Q'f`` off it that the data term's residual ``b = y
+    - Q Q'y`` meets (``Q'f = P mu_w``, ``b'f = y'f - z'P mu_w``).  One product with V.  None
+    for a factor without weights."""
+    if red.trace_left is None:
+        return None
+    D, _, lam, cf = _factor(theta, red, spectral)
+    mean = _mean(red.P * D, cf, red)
+    f = V @ mean
+    Pm = red.P @ mean
+    bw = float(y @ f) - float(red.z @ Pm)
+    ww = max(float(f @ f) - float(Pm @ Pm), 0.0)
+    s2 = float(np.exp(theta[0]))
+    return 0.5 * (2 * s2 * red.trace_left / lam + abs(ww - 2 * bw) / lam)
+
+
 def posterior(theta, red: Reduced, spectral: Spectral):
     """Weight posterior N(mu_w, Sigma_w) with prior N(0, D) and noise lambda:
     ``Sigma_w = (D^-1 + G/lambda)^-1 = D - X'X`` with ``X = L^-1 P D`` (r x m, A = L L')
     and ``mu_w = D P'A^-1 z``.  Returns (mu_w, (D, X), lambda): Sigma_w as its factors, r x m
     instead of m x m (r = rank of G <= n)."""
-    import scipy.linalg as sla
     from scipy.linalg.lapack import dtrtri
 
     D, _, lam, cf = _factor(theta, red, spectral)
     PD = red.P * D
-    mean = PD.T @ sla.cho_solve(cf, red.z, check_finite=False)
+    mean = _mean(PD, cf, red)
     # L^-1 P D through the triangular inverse, on the tile threads (SciPy's triangular
     # solve holds the GIL: one thread, 0.12 s of diamonds ARD's fit at 571 x 11,232)
     Linv, _ = dtrtri(np.tril(cf[0]), lower=1)

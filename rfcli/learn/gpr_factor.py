@@ -58,14 +58,18 @@ def box_weights(fmap, ranges: np.ndarray) -> FeatureWeights:
 
 
 def rows_pivoted_cholesky(
-    V: np.ndarray, rel_tol: float, weights: FeatureWeights | None = None
+    V: np.ndarray, rel_tol: float, weights: FeatureWeights | None = None,
+    trace_tol: float = 0.0,
 ):  # fmt: skip
     """A pivoted Cholesky factor F (n x r) of the rows' Gram matrix ``W = V V'`` (with
     ``weights``, of ``V diag(w) V'`` for their envelope w), rows in their order, and its
     rank r, stopped where every residual diagonal entry is at most
     :class:`rfcli.learn.gpr.Reduced`'s threshold (``rel_tol`` x the largest diagonal entry
     of ``G = V'V``, the largest squared column norm; with weights, x their
-    :meth:`FeatureWeights.scale`); (None, 0) for features without signal.
+    :meth:`FeatureWeights.scale`), or earlier, where the residual's trace (the sum of the
+    residual diagonal) is at most ``trace_tol`` > 0 (:class:`rfcli.learn.gpr.Reduced`:
+    what the likelihood can lose is at most that trace over the noise); (None, 0) for
+    features without signal.
 
     Left-looking and by blocks, so that only the candidate pivots' columns of W are formed
     (``V V_c'``: 2 n m c flops for c >= r candidates, where forming W costs n^2 m and its
@@ -97,7 +101,8 @@ def rows_pivoted_cholesky(
     if not top > 0:
         return None, 0
     d = np.einsum("ij,ij->i", V, V) if w is None else np.einsum("ij,ij,j->i", V, V, w)
-    F, r, _ = _pivoted_cholesky(d, partial(gram_columns, V, weights=w), rel_tol * top, min(n, m))
+    columns = partial(gram_columns, V, weights=w)
+    F, r, _ = _pivoted_cholesky(d, columns, rel_tol * top, min(n, m), trace_tol)
     return F, r
 
 
@@ -136,12 +141,14 @@ def _upper_columns(G: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pivoted_cholesky(d, columns, tol: float, width: int):
+def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0):
     """The blocked left-looking pivoted Cholesky factor of W (n x n, its diagonal d) from
     its columns: ``columns(rows)`` gives W's columns of those rows as a new n x k array (a
     block's candidates, or the rows left when the rest is factored at once); ``width`` the
     most columns the factor can have.  (F n x r, r, the pivots in order), (None, 0, no
-    pivots) when nothing exceeds ``tol``."""
+    pivots) when nothing exceeds ``tol``.  ``trace_tol`` > 0: it also stops at the first
+    pivot after which the residual's trace is at most that (a block's pivots are taken in
+    order, so its columns up to that pivot are the factor's)."""
     n = len(d)
     d = np.array(d, dtype=np.float64)  # the residual diagonal
     done = np.zeros(n, dtype=bool)
@@ -153,12 +160,12 @@ def _pivoted_cholesky(d, columns, tol: float, width: int):
     taken: list[np.ndarray] = []
     while True:
         left = np.flatnonzero(~done & (d > tol))
-        if not len(left):
+        if not len(left) or (trace_tol > 0 and float(d.sum()) <= trace_tol):
             break
         order = left[np.argsort(-d[left], kind="stable")]
         cand = order[:PIVOT_BLOCK]
         if formed + len(cand) > PIVOT_FINISH * n and formed > 2 * r:
-            return _finish_factor(columns, F, r, d, done, tol, taken)
+            return _finish_factor(columns, F, r, d, done, tol, taken, trace_tol)
         formed += len(cand)
         rest = d[order[PIVOT_BLOCK]] if len(order) > PIVOT_BLOCK else 0.0
         block_tol = max(tol, PIVOT_GUARD * rest)
@@ -166,6 +173,7 @@ def _pivoted_cholesky(d, columns, tol: float, width: int):
         if r:
             R -= rows_product(F[:, :r], F[cand, :r])  # their residual
         pivots, new = _pivot_block(R, cand, block_tol)
+        pivots, new = _within_trace(pivots, new, d, trace_tol)
         if not len(pivots) or block_tol == tol:
             done[cand] = True  # pivots, or at most the threshold
         if len(pivots):
@@ -174,6 +182,20 @@ def _pivoted_cholesky(d, columns, tol: float, width: int):
             F, r = _append_columns(F, r, new)
             d -= np.einsum("ij,ij->i", new, new)
     return _factor(F, r, taken)
+
+
+def _within_trace(pivots, new, d, trace_tol: float):
+    """A block's pivots and new columns up to the first after which the residual's trace
+    (``sum(d)`` less the new columns' squared norms, in order) is at most ``trace_tol``;
+    all of them when none is (or ``trace_tol`` is 0)."""
+    if trace_tol <= 0 or not len(pivots):
+        return pivots, new
+    left = float(d.sum()) - np.cumsum(np.einsum("ij,ij->j", new, new))
+    hit = np.flatnonzero(left <= trace_tol)
+    if not len(hit):
+        return pivots, new
+    k = int(hit[0]) + 1
+    return pivots[:k], new[:, :k]
 
 
 def _factor(F, r, taken):
@@ -211,7 +233,7 @@ def _append_columns(F: np.ndarray, r: int, new: np.ndarray) -> tuple[np.ndarray,
     return F, r + k
 
 
-def _finish_factor(columns, F, r, d, done, tol, taken):
+def _finish_factor(columns, F, r, d, done, tol, taken, trace_tol=0.0):
     """The rest of :func:`_pivoted_cholesky`'s factor at once: W's columns of the remaining
     rows (``V V_S'`` by row tiles for rows), their residual ``W_SS - F_S F_S'`` factored by
     dpstrf with complete pivoting down to the threshold, the new columns of F from their
@@ -220,7 +242,7 @@ def _finish_factor(columns, F, r, d, done, tol, taken):
     R = columns(rest)  # W's columns of the remaining rows
     if r:
         R -= rows_product(F[:, :r], F[rest, :r])
-    pivots, new = _pivot_block(R, rest, tol)
+    pivots, new = _within_trace(*_pivot_block(R, rest, tol), d, trace_tol)
     if len(pivots):
         taken.append(pivots)
         F, r = _append_columns(F, r, new)
@@ -228,8 +250,11 @@ def _finish_factor(columns, F, r, d, done, tol, taken):
 
 
 def feature_rank(
-    V: np.ndarray, rel_tol: float = 1e-12, weights: FeatureWeights | None = None
+    V: np.ndarray, rel_tol: float = 1e-12, weights: FeatureWeights | None = None,
+    trace_tol: float = 0.0,
 ) -> int:  # fmt: skip
     """The numerical rank of rows' features V (k x m) by :class:`rfcli.learn.gpr.Reduced`'s
-    rule (its features weighed by ``weights``)."""
-    return rows_pivoted_cholesky(np.asarray(V, dtype=np.float64), rel_tol, weights)[1]
+    rule (its features weighed by ``weights``, stopped at the residual's trace
+    ``trace_tol``)."""
+    V = np.asarray(V, dtype=np.float64)
+    return rows_pivoted_cholesky(V, rel_tol, weights, trace_tol)[1]

@@ -76,9 +76,9 @@ def test_a_rules_sample_features_are_made_once_and_not_kept_through_another_rule
             made.append(fmap)
         return real_features(self, fmap)
 
-    def a_pass(self, fmap, what, ranges):
+    def a_pass(self, fmap, what, ranges, noise=None):
         held_at_pass.append(self._sample_map is None or self._sample_map is fmap)
-        return real_pass(self, fmap, what, ranges)
+        return real_pass(self, fmap, what, ranges, noise)
 
     monkeypatch.setattr(gpr_levels.Levels, "_sample_features", features)
     monkeypatch.setattr(gpr_levels.Levels, "_pass", a_pass)
@@ -246,3 +246,81 @@ def test_a_factor_weighted_by_the_envelope_keeps_the_likelihood_at_every_lengths
             theta = np.log([s2, *ell, lam])
             lml, _ = lml_and_grad(theta, weighted, sp, need_grad=False)
             assert abs(lml - ref) <= 1e-6 * abs(ref) + 1e-4, (ell, s2, lam, lml, ref)
+
+
+def test_the_trace_stop_takes_the_shortest_prefix_of_the_factor_within_the_trace():
+    """rows_pivoted_cholesky with trace_tol: the factor without it, cut at the first column
+    after which the residual's trace (tr W - ||F||^2) is at most trace_tol -- bit for bit
+    the same columns, one column fewer would leave more than trace_tol."""
+    fmap, V, _, fw = _weighted_case("gaussian", True)
+    W = (V * fw.envelope) @ V.T
+    F, r = gf.rows_pivoted_cholesky(V, 1e-12, fw)
+    left = np.trace(W) - np.cumsum((F * F).sum(0))
+    for trace_tol in (1e-2, 1e-4, 1e-6):
+        Ft, rt = gf.rows_pivoted_cholesky(V, 1e-12, fw, trace_tol)
+        assert 0 < rt < r
+        assert np.array_equal(Ft, F[:, :rt])
+        assert left[rt - 1] <= trace_tol < left[rt - 2]
+        assert gf.feature_rank(V, weights=fw, trace_tol=trace_tol) == rt
+    assert gf.rows_pivoted_cholesky(V, 1e-12, fw, 0.0)[1] == r  # 0: no such stop
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "matern52"])
+@pytest.mark.parametrize("noise", [0.05, 1e-3])
+def test_the_likelihood_a_factor_stopped_for_the_noise_loses_is_its_estimate(kernel, noise):
+    """Reduced.from_rows with ``noise`` stops at the residual trace FACTOR_NATS x noise,
+    at a smaller rank; at noise/signal ratios of at least ``noise`` and lengthscales
+    across the box, the low-rank likelihood's distance to the full factor's is at most
+    1.25 x factor_nats' estimate (measured: up to 1.05; the median 0.2-0.96) and the
+    estimate is not vacuous (some point loses at least half of it).  Without its data
+    term (the fitted function off the factor's span) the estimate falls 3-30x short."""
+    from rfcli.learn import gpr
+
+    fmap, V, y, fw = _weighted_case(kernel, True)
+    sp = gpr.glf_spectral(fmap, True)
+    full = gpr.Reduced.from_rows(V, y, weights=fw)
+    cut = gpr.Reduced.from_rows(V, y, weights=fw, noise=noise)
+    assert cut.r < full.r
+    assert full.trace_left < cut.trace_left <= gpr.FACTOR_NATS * noise
+    assert gpr.Reduced.from_rows(V, y).trace_left is None  # unweighted: no estimate
+    ratios = []
+    for ell in ([0.3, 0.4], [1.5, 3.0], [0.3, 3.0], [0.6, 0.5], [1.0, 2.0], [1.5, 0.4]):
+        for s2, ratio in ((1.0, noise), (2.0, 3 * noise), (0.5, 1.5 * noise)):
+            theta = np.log([s2, *ell, s2 * ratio])
+            a, _ = gpr.lml_and_grad(theta, full, sp, need_grad=False)
+            b, _ = gpr.lml_and_grad(theta, cut, sp, need_grad=False)
+            est = gpr.factor_nats(theta, cut, sp, V, y)
+            assert abs(a - b) <= 1.25 * est, (ell, s2, ratio, a - b, est)
+            ratios.append(abs(a - b) / est)
+    assert max(ratios) >= 0.5
+
+
+def test_a_level_whose_factor_lost_too_much_is_factored_again(tmp_path, monkeypatch):
+    """Levels: a rows' factor stopped for a noise far too large (FACTOR_NATS 1e5 x its
+    default) loses more than REFACTOR_NATS at the level's optimum; the level factors again
+    for less and learns on, so every level's estimate ends at most REFACTOR_NATS and the
+    fit's likelihood is the one of factors that never stop early (within 0.1 nats)."""
+    from rfcli.io.settings import ReadSettings
+    from rfcli.jobs import gpr_levels
+    from rfcli.jobs.train_gpr import GPRSettings, train_gpr
+    from rfcli.learn import gpr
+    from tests.learn.test_gpr_exact_route import write_parquet
+
+    rng = np.random.default_rng(11)
+    X = rng.uniform(0, 1, (300, 2))
+    y = np.sin(9 * X[:, 0]) * np.cos(6 * X[:, 1]) + 0.05 * rng.normal(size=len(X))
+    path = write_parquet(tmp_path / "surface.parquet", x0=X[:, 0], x1=X[:, 1], y=y)
+    fits, real, factors = {}, gpr.GPStats.reduced, []
+    monkeypatch.setattr(gpr.GPStats, "reduced",
+                        lambda st, *a, **k: factors.append(1) or real(st, *a, **k))  # fmt: skip
+    for nats in (0.0, 100.0):
+        monkeypatch.setattr(gpr, "FACTOR_NATS", nats)
+        factors.clear()
+        rep = train_gpr(str(path), None, GPRSettings(exact=False), ReadSettings(label="y")).report
+        levels = [lv for lv in rep["levels"] if lv["kind"] == "level"]
+        fits[nats] = (rep["log_marginal_likelihood"], levels, len(factors))
+    (lml0, levels0, factors0), (lml1, levels1, factors1) = fits[0.0], fits[100.0]
+    assert all(lv["factor_nats"] <= 1e-4 for lv in levels0)  # no early stop: next to none
+    assert factors1 > factors0  # factored again
+    assert all(lv["factor_nats"] <= gpr_levels.REFACTOR_NATS for lv in levels1)
+    assert abs(lml1 - lml0) <= 0.1
