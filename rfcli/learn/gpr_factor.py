@@ -22,6 +22,11 @@ from rfcli.learn.tiles import column_sq_norms, gram_columns, rows_product
 #: and the share of the rows whose columns may be formed as candidates before the rest is
 #: factored at once
 PIVOT_BLOCK, PIVOT_GUARD, PIVOT_FINISH = 64, 1e-3, 0.5
+#: ... once the blocks have taken fewer than 1 / PIVOT_SPARSE of the candidates screened:
+#: then the rows left are alike (clusters of near-equal rows, blocks of one pivot each),
+#: and the columns of all of them at once cost less than a block after block, each a pass
+#: over the features for a few columns
+PIVOT_SPARSE = 8
 
 
 @dataclass(frozen=True)
@@ -71,27 +76,32 @@ def rows_pivoted_cholesky(
     what the likelihood can lose is at most that trace over the noise); (None, 0) for
     features without signal.
 
-    Left-looking and by blocks, so that only the candidate pivots' columns of W are formed
-    (``V V_c'``: 2 n m c flops for c >= r candidates, where forming W costs n^2 m and its
-    factor by LAPACK's dpstrf, which holds one thread, another 0.3 s at 3,000 rows): the
-    PIVOT_BLOCK rows of the largest residual diagonal are the candidates; their residual
-    columns ``V V_c' - F F_c'`` are formed, and Cholesky with complete pivoting of the
-    candidates' block (dpstrf; Higham, "Accuracy and Stability of Numerical Algorithms",
-    SIAM 2002, section 10.3) takes them as pivots while a pivot exceeds both the threshold
-    and PIVOT_GUARD x the largest residual of the rows outside the block.  The new columns
-    of F are the residual columns through the block's triangular factor.  The guard keeps
-    the factor's entries within 1/sqrt(PIVOT_GUARD) of their pivot's (complete pivoting
-    keeps them within 1): without it, a row outside the block far above a small pivot
-    took rounding errors of 1e-16 to 0.07 in a residual (ggplot2::diamonds' 5,018
-    features on 3,000 rows, 128 candidates).  Blocks take few pivots where the rows of
-    the largest residuals are alike (clusters of near-duplicate rows, features of nearly
-    full rank): once the candidates formed would pass PIVOT_FINISH x n while fewer than
-    half of them became pivots, the rest is factored at once, W by row tiles and dpstrf of
-    the remaining rows' residual (:func:`_finish_factor`; clusters of near-equal rows gave
-    blocks of one pivot each).  Blocks that keep taking most of their candidates go
-    on; where the rank comes near n that costs more than forming W (2,000 rows of 4,000
-    rough features, rank 1,413: 0.8 s against 0.3-0.5 s), a case the GP's cost model
-    usually sends to the exact GP instead (rfcli.jobs.gpr_exact_route)."""
+    Left-looking and by blocks, so that only the pivots' columns of W are formed (``V
+    V_p'``: 2 n m r flops, where forming W costs n^2 m and its factor by LAPACK's dpstrf,
+    which holds one thread, another 0.3 s at 3,000 rows): the PIVOT_BLOCK rows of the
+    largest residual diagonal are the candidates; their own block of W (``V_c diag(w)
+    V_c'``, 2 c^2 m flops) less ``F_c F_c'`` is factored by Cholesky with complete
+    pivoting (dpstrf; Higham, "Accuracy and Stability of Numerical Algorithms", SIAM 2002,
+    section 10.3), which takes them as pivots while a pivot exceeds both the threshold and
+    PIVOT_GUARD x the largest residual of the rows outside the block; then the pivots'
+    residual columns ``V V_p' - F F_p'`` are formed, and the new columns of F are those
+    through the block's triangular factor (ggplot2::diamonds ARD's second level, 11,232
+    features on 3,000 rows, rank 237: 258 columns formed where every candidate's took 448;
+    its factor 0.56-0.63 -> 0.40-0.47 s with OpenBLAS's Haswell kernels, about the same
+    with its AVX-512 ones, where a block's pass over V costs as much as its products).  The
+    guard keeps the factor's entries within 1/sqrt(PIVOT_GUARD) of their pivot's
+    (complete pivoting keeps them within 1): without it, a row outside the block far above
+    a small pivot took rounding errors of 1e-16 to 0.07 in a residual (ggplot2::diamonds'
+    5,018 features on 3,000 rows, 128 candidates).  Blocks take few pivots where the rows
+    of the largest residuals are alike (clusters of near-duplicate rows, features of
+    nearly full rank): once the candidates screened would pass PIVOT_FINISH x n while
+    fewer than 1 / PIVOT_SPARSE of them became pivots, the rest is factored at once, W's
+    columns of the rows left by row tiles and dpstrf of their residual
+    (:func:`_finish_factor`; clusters of near-equal rows gave blocks of one pivot each).
+    Blocks that keep taking their candidates go on; where the rank comes near n that costs
+    more than forming W (2,000 rows of 4,000 rough features, rank 1,413: 0.8 s against
+    0.3-0.5 s before the pivots were chosen on the candidates' block), a case the GP's cost
+    model usually sends to the exact GP instead (rfcli.jobs.gpr_exact_route)."""
     n, m = V.shape
     if not V.size:
         return None, 0
@@ -102,8 +112,17 @@ def rows_pivoted_cholesky(
         return None, 0
     d = np.einsum("ij,ij->i", V, V) if w is None else np.einsum("ij,ij,j->i", V, V, w)
     columns = partial(gram_columns, V, weights=w)
-    F, r, _ = _pivoted_cholesky(d, columns, rel_tol * top, min(n, m), trace_tol)
+    block = partial(_gram_block, V, weights=w)
+    F, r, _ = _pivoted_cholesky(d, columns, rel_tol * top, min(n, m), trace_tol, block)
     return F, r
+
+
+def _gram_block(V: np.ndarray, rows: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """``V_S V_S'`` (with weights, ``V_S diag(w) V_S'``) for the rows S: a block's
+    2 k^2 m flops where its columns take 2 n k m."""
+    A = V[rows]
+    B = A * weights if weights is not None else A
+    return rows_product(B, A)
 
 
 def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float):
@@ -141,14 +160,16 @@ def _upper_columns(G: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0):
+def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0, block=None):
     """The blocked left-looking pivoted Cholesky factor of W (n x n, its diagonal d) from
-    its columns: ``columns(rows)`` gives W's columns of those rows as a new n x k array (a
-    block's candidates, or the rows left when the rest is factored at once); ``width`` the
-    most columns the factor can have.  (F n x r, r, the pivots in order), (None, 0, no
-    pivots) when nothing exceeds ``tol``.  ``trace_tol`` > 0: it also stops at the first
-    pivot after which the residual's trace is at most that (a block's pivots are taken in
-    order, so its columns up to that pivot are the factor's)."""
+    its columns: ``columns(rows)`` gives W's columns of those rows as a new n x k array
+    (a block's pivots, or the rows left when the rest is factored at once); ``block(rows)``
+    W's block of those rows (k x k; default: from ``columns``), on which the candidates'
+    pivots are chosen before any column is formed, so that only the pivots' columns are;
+    ``width`` the most columns the factor can have.  (F n x r, r, the pivots in order),
+    (None, 0, no pivots) when nothing exceeds ``tol``.  ``trace_tol`` > 0: it also stops at
+    the first pivot after which the residual's trace is at most that (a block's pivots are
+    taken in order, so its columns up to that pivot are the factor's)."""
     n = len(d)
     d = np.array(d, dtype=np.float64)  # the residual diagonal
     done = np.zeros(n, dtype=bool)
@@ -156,31 +177,34 @@ def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0
     # (row-major, its first block touched every page of the n x width buffer: 72 MB at
     # 3,000 rows, 0.1-0.3 s of page faults on a VM)
     F = np.empty((n, width), order="F")
-    r = formed = 0
+    r = screened = 0
     taken: list[np.ndarray] = []
+    if block is None:
+        block = lambda rows: columns(rows)[rows]  # noqa: E731
     while True:
         left = np.flatnonzero(~done & (d > tol))
         if not len(left) or (trace_tol > 0 and float(d.sum()) <= trace_tol):
             break
         order = left[np.argsort(-d[left], kind="stable")]
         cand = order[:PIVOT_BLOCK]
-        if formed + len(cand) > PIVOT_FINISH * n and formed > 2 * r:
+        if screened + len(cand) > PIVOT_FINISH * n and screened > PIVOT_SPARSE * r:
             return _finish_factor(columns, F, r, d, done, tol, taken, trace_tol)
-        formed += len(cand)
+        screened += len(cand)
         rest = d[order[PIVOT_BLOCK]] if len(order) > PIVOT_BLOCK else 0.0
         block_tol = max(tol, PIVOT_GUARD * rest)
-        R = columns(cand)  # W's columns of the candidates
+        B = block(cand)  # the candidates' block of W, and of its residual
         if r:
-            R -= rows_product(F[:, :r], F[cand, :r])  # their residual
-        pivots, new = _pivot_block(R, cand, block_tol)
-        pivots, new = _within_trace(pivots, new, d, trace_tol)
+            B -= rows_product(F[cand, :r], F[cand, :r])
+        pivots, Lb = _block_pivots(B, cand, block_tol)
         if not len(pivots) or block_tol == tol:
             done[cand] = True  # pivots, or at most the threshold
-        if len(pivots):
-            done[pivots] = True
-            taken.append(pivots)
-            F, r = _append_columns(F, r, new)
-            d -= np.einsum("ij,ij->i", new, new)
+        if not len(pivots):
+            continue
+        pivots, new = _within_trace(pivots, _new_columns(columns, F, r, pivots, Lb), d, trace_tol)
+        done[pivots] = True
+        taken.append(pivots)
+        F, r = _append_columns(F, r, new)
+        d -= np.einsum("ij,ij->i", new, new)
     return _factor(F, r, taken)
 
 
@@ -203,22 +227,29 @@ def _factor(F, r, taken):
     return (F[:, :r], r, piv) if r else (None, 0, piv)
 
 
-def _pivot_block(R: np.ndarray, cand: np.ndarray, tol: float):
-    """Cholesky with complete pivoting (dpstrf) of the candidates' residual block
-    ``R[cand]`` down to ``tol``: (the rows taken as pivots, in order; the factor's new
-    columns, the residual columns ``R`` (n x len(cand)) through the block's triangular
-    factor, the pivots' rows as that factor has them)."""
-    from scipy.linalg import solve_triangular
+def _block_pivots(B: np.ndarray, rows: np.ndarray, tol: float):
+    """Cholesky with complete pivoting (dpstrf) of the residual block ``B`` of ``rows``
+    down to ``tol``: (the rows taken as pivots, in order; the block's lower triangular
+    factor in that order)."""
     from scipy.linalg.lapack import dpstrf
 
-    U, piv, rank, info = dpstrf(R[cand], lower=1, tol=tol)
+    U, piv, rank, info = dpstrf(B, lower=1, tol=tol)
     if info < 0:  # pragma: no cover - bad arguments
         raise np.linalg.LinAlgError(f"dpstrf: argument {-info}")
-    take = piv[:rank] - 1
-    Lb = np.tril(U[:rank, :rank])
-    new = solve_triangular(Lb, R[:, take].T, lower=True, check_finite=False).T
-    new[cand[take]] = Lb
-    return cand[take], new
+    return rows[piv[:rank] - 1], np.tril(U[:rank, :rank])
+
+
+def _new_columns(columns, F, r: int, pivots: np.ndarray, Lb: np.ndarray) -> np.ndarray:
+    """The factor's new columns for ``pivots`` (their block's factor Lb): their residual
+    columns ``W_p - F F_p'`` through Lb, the pivots' rows Lb itself."""
+    from scipy.linalg import solve_triangular
+
+    R = columns(pivots)
+    if r:
+        R -= rows_product(F[:, :r], F[pivots, :r])
+    new = solve_triangular(Lb, R.T, lower=True, check_finite=False).T
+    new[pivots] = Lb
+    return new
 
 
 def _append_columns(F: np.ndarray, r: int, new: np.ndarray) -> tuple[np.ndarray, int]:
@@ -238,12 +269,18 @@ def _finish_factor(columns, F, r, d, done, tol, taken, trace_tol=0.0):
     rows (``V V_S'`` by row tiles for rows), their residual ``W_SS - F_S F_S'`` factored by
     dpstrf with complete pivoting down to the threshold, the new columns of F from their
     residual columns."""
+    from scipy.linalg import solve_triangular
+
     rest = np.flatnonzero(~done & (d > tol))
     R = columns(rest)  # W's columns of the remaining rows
     if r:
         R -= rows_product(F[:, :r], F[rest, :r])
-    pivots, new = _within_trace(*_pivot_block(R, rest, tol), d, trace_tol)
+    pivots, Lb = _block_pivots(R[rest], rest, tol)
     if len(pivots):
+        new = solve_triangular(Lb, R[:, np.searchsorted(rest, pivots)].T, lower=True,
+                               check_finite=False).T  # fmt: skip
+        new[pivots] = Lb
+        pivots, new = _within_trace(pivots, new, d, trace_tol)
         taken.append(pivots)
         F, r = _append_columns(F, r, new)
     return _factor(F, r, taken)

@@ -27,6 +27,7 @@ def _smooth_features(n: int, nodes: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("rel_tol", [1e-12, 1e-8])
 def test_the_rows_factor_leaves_every_residual_at_most_the_threshold(rel_tol, finish, monkeypatch):
     monkeypatch.setattr(gf, "PIVOT_FINISH", finish)
+    monkeypatch.setattr(gf, "PIVOT_SPARSE", 2 if finish < 0.5 else gf.PIVOT_SPARSE)
     V = _smooth_features(700, 300, 5)
     tol = rel_tol * (V * V).sum(0).max()
     F, r = gf.rows_pivoted_cholesky(V, rel_tol)
@@ -42,6 +43,19 @@ def test_the_rows_factor_leaves_every_residual_at_most_the_threshold(rel_tol, fi
     # LAPACK's one-shot factor of the whole W (complete pivoting): about the same rank
     _, _, r_lapack, _ = dpstrf(W, lower=1, tol=tol)
     assert r_lapack <= r <= r_lapack + 6  # a few more than complete pivoting takes
+
+
+def test_the_rows_factor_forms_the_columns_of_its_pivots_only(monkeypatch):
+    """Each block's pivots are chosen on the candidates' own block of W (2 k^2 m flops),
+    so only the pivots' columns of W are formed (2 n m flops each): as many columns as
+    the rank, where forming every candidate's column took about twice as many."""
+    V = _smooth_features(700, 300, 5)
+    formed = []
+    real = gf.gram_columns
+    monkeypatch.setattr(gf, "gram_columns", lambda V, rows, weights=None: formed.append(len(rows))
+                        or real(V, rows, weights))  # fmt: skip
+    F, r = gf.rows_pivoted_cholesky(V, 1e-12)
+    assert len(formed) >= 3 and sum(formed) == r
 
 
 def test_the_rows_factor_is_the_same_on_any_number_of_threads():
@@ -97,6 +111,7 @@ def test_the_factor_of_g_leaves_every_residual_at_most_the_threshold(finish, mon
     from rfcli.learn.gpr import Reduced
 
     monkeypatch.setattr(gf, "PIVOT_FINISH", finish)
+    monkeypatch.setattr(gf, "PIVOT_SPARSE", 2 if finish < 0.5 else gf.PIVOT_SPARSE)
     V = _smooth_features(300, 600, 7).T  # 1,200 features' columns as rows
     G = V @ V.T
     tol = 1e-12 * np.diag(G).max()
