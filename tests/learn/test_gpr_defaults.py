@@ -214,6 +214,44 @@ def test_profile_maximizes_signal_and_noise():
     assert profile(mu, (U.T @ y) ** 2, 0.0, 200, (1e-3, 1e3), (1e-6, 10))[0] == pytest.approx(lml)
 
 
+@pytest.mark.parametrize(
+    "s2_bounds,lam_bounds",
+    [((1e-3, 1e3), (1e-6, 10)), ((0.5, 2.0), (1e-6, 10)), ((1e-3, 1e3), (0.3, 10))],
+)
+def test_profile_finds_the_maximum_and_its_place_inside_and_on_the_bounds(s2_bounds, lam_bounds):
+    """profile()'s grids in log(lambda / s2) and the root of the profiled slope: the same
+    maximum as L-BFGS-B over (log s2, log lambda) from several starts (within 1e-9 of its
+    size, never below), and the same place (within 1e-6) where the maximum is inside the
+    box or on an edge of lambda's or s2's bounds; a wrong slope on a lambda edge leaves the
+    grid's 1e-4 spacing and fails the place."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, (150, 2))
+    y = np.sin(6 * X[:, 0]) * X[:, 1] + 0.2 * rng.normal(size=150)
+    y = (y - y.mean()) / y.std()
+    la, lb = np.log(s2_bounds), np.log(lam_bounds)
+    for ell, rest, n in ((0.1, 0.0, 150), (0.5, 0.0, 150), (0.3, 4.0, 190)):
+        mu, U = np.linalg.eigh(G.stationary_kernel("gaussian", X, X, ell))
+        mu, z2 = np.maximum(mu, 0.0), (U.T @ y) ** 2
+
+        def neg(t, mu=mu, z2=z2, rest=rest, n=n):
+            e = np.exp(t[0]) * mu + np.exp(t[1])
+            return 0.5 * (np.sum(z2 / e + np.log(e)) + rest * np.exp(-t[1]) + (n - len(mu)) * t[1]
+                          + n * np.log(2 * np.pi))  # fmt: skip
+
+        ref = min(
+            (minimize(neg, [a, b], method="L-BFGS-B", bounds=[tuple(la), tuple(lb)],
+                      options={"ftol": 1e-15, "gtol": 1e-11}) for a in np.linspace(*la, 3)
+             for b in np.linspace(*lb, 3)),
+            key=lambda r: r.fun,
+        )  # fmt: skip
+        lml, a, b = profile(mu, z2, rest, n, s2_bounds, lam_bounds)
+        assert lml == pytest.approx(-neg([a, b]), rel=1e-12)
+        assert -ref.fun - 1e-9 * abs(ref.fun) <= lml <= -ref.fun + 1e-9 * abs(ref.fun)
+        assert np.allclose([a, b], ref.x, atol=1e-6), ([a, b], ref.x)
+
+
 def _glf_statistics(X, y, bounds, nodes, ard):
     """(Reduced statistics, Spectral) of a fixed Gauss-Legendre grid on rows X, targets y."""
     fmap = GaussLegendreMap(lengthscale_bounds=bounds, nodes=nodes)
