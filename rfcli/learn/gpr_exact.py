@@ -95,9 +95,13 @@ class ExactGP:
 
     @property
     def D2(self) -> list[np.ndarray]:
-        """Squared differences per input (n x n each), once: every dense step rescales them."""
+        """Squared differences per input (n x n each), once: every dense step rescales them;
+        with one lengthscale, their sum alone (the squared distances: a step scales one
+        array instead of summing d, 0.1 of its 1.1 s at 3,000 rows of 3 inputs)."""
         if self._D2 is None:
             self._D2 = [np.square(np.subtract.outer(c, c)) for c in self.X.T]
+            if not self.ard:
+                self._D2 = [sum(self._D2[1:], self._D2[0])]
         return self._D2
 
     def half_width(self, ell: float) -> int:
@@ -146,9 +150,12 @@ class ExactGP:
     def _parts(self, theta):
         s2, lam = np.exp(theta[0]), np.exp(theta[-1])
         ell = np.broadcast_to(np.exp(theta[1:-1]), (self.d,))
-        R2 = np.zeros((self.n, self.n))
-        for D2, lj in zip(self.D2, ell, strict=True):
-            R2 += D2 * (1.0 / (lj * lj))
+        R2 = None
+        for D2, lj in zip(self.D2, ell[: len(self.D2)], strict=True):
+            if R2 is None:
+                R2 = D2 * (1.0 / (lj * lj))
+            else:
+                R2 += D2 * (1.0 / (lj * lj))
         C = correlation(self.kernel, R2)
         K = s2 * C
         K[np.diag_indices_from(K)] += lam
@@ -176,14 +183,17 @@ class ExactGP:
         quad, logdet = float(self.y @ alpha), 2.0 * np.log(np.diag(L)).sum()
         if not need_grad:
             return LMLTerms(quad, logdet, self.n)
-        W, info = sla.lapack.dpotri(L, lower=1, overwrite_c=1)  # K^-1, lower triangle
+        # K^-1's lower triangle; above it L's zeros (NumPy's factor), left as they are: for a
+        # symmetric M, tr(K^-1 M) = 2 vdot(W, M) - sum_i W_ii M_ii (no symmetric copy, three
+        # passes over n x n fewer)
+        W, info = sla.lapack.dpotri(L, lower=1, overwrite_c=1)
         if info:
             return None
-        W = np.tril(W)
-        W += np.tril(W, -1).T
+        w_diag = np.diag(W).copy()
         data, trace = np.empty_like(theta), np.empty_like(theta)
-        data[-1], trace[-1] = lam * (alpha @ alpha), lam * np.trace(W)  # dK/dlog lam = lam I
-        data[0], trace[0] = s2 * (alpha @ (C @ alpha)), s2 * np.vdot(W, C)  # dK/dlog s2 = s2 C
+        data[-1], trace[-1] = lam * (alpha @ alpha), lam * w_diag.sum()  # dK/dlog lam = lam I
+        data[0] = s2 * (alpha @ (C @ alpha))  # dK/dlog s2 = s2 C
+        trace[0] = s2 * (2.0 * np.vdot(W, C) - w_diag @ np.diag(C))
         H = correlation_slope(self.kernel, R2, C)  # may be C itself
         AA = np.outer(alpha, alpha)  # after the slope's temporaries: the same peak memory
         np.multiply(AA, H, out=AA)
@@ -194,8 +204,8 @@ class ExactGP:
             if not self.ard
             else [(D2, 1.0 / (lj * lj)) for D2, lj in zip(self.D2, ell, strict=True)]
         )
-        for j, (M, f) in enumerate(pairs):
-            data[1 + j], trace[1 + j] = s2 * f * np.vdot(AA, M), s2 * f * np.vdot(W, M)
+        for j, (M, f) in enumerate(pairs):  # (M's diagonal: zero distances)
+            data[1 + j], trace[1 + j] = s2 * f * np.vdot(AA, M), 2.0 * s2 * f * np.vdot(W, M)
         return LMLTerms(quad, logdet, self.n, data, trace)
 
     def _band(self, theta, b: int):
