@@ -90,8 +90,8 @@ class ExactRoute:
         EXACT_STEP_RATIO, as its L-BFGS-B runs over the whole bounds.  A level: about
         2 r^2 m per step (A = P D P' and the gradient's product, r the features' rank on the
         data), and, shared by LEVEL_STEPS steps, its pass (n m^2; with more features than
-        rows the rows' factor by blocks, 2 n m c for c = min(2 r, n) candidate columns, and
-        the basis, 2 n r m: rfcli.learn.gpr_factor) and LEVEL_FLOPS for its
+        rows the rows' factor by blocks, 2 n m r for the pivots' columns, and the basis,
+        2 n r m: rfcli.learn.gpr_factor) and LEVEL_FLOPS for its
         rule design and kernel error checks.  r is estimated on the row sample only when the
         bounds r <= min(n, m) do not decide: its rank there when the sample is every row or
         the rank stops short of the sample's size (smooth features of clustered inputs:
@@ -104,7 +104,7 @@ class ExactRoute:
         exact = self._exact_step_flops(ranges)
 
         def level(r: float) -> float:
-            fixed = 2 * n * m * (min(2 * r, n) + r) if m > n else n * m * m
+            fixed = 2 * n * m * (r + r) if m > n else n * m * m
             return 2 * r * r * m + (fixed + LEVEL_FLOPS) / LEVEL_STEPS
 
         if exact < level(0.0):

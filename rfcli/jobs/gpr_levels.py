@@ -51,6 +51,7 @@ from rfcli.learn.gpr import (
     gp_memory_need,
     lml_and_grad,
     max_gp_nodes,
+    trace_tolerance,
 )
 from rfcli.learn.gpr_factor import box_weights
 from rfcli.learn.gpr_optimize import fit_hyperparameters
@@ -473,20 +474,28 @@ class Levels(ExactRoute, SampleChecks):
             self._keep_sample_features(fmap)  # another map's are not kept through the pass
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})", ranges, noise)
             theta, history = self._learn(red, spectral, ranges, thetas, where)
-            lost = None
+            # the factor stopped for the starts' noise: at the optimum, the likelihood it
+            # lost (estimated); too much, and it is made again for a smaller noise (the
+            # estimate's share of REFACTOR_NATS) and learned on -- where the trace stop cut
+            # it (else it stopped at the rounding threshold, and no noise changes it) and
+            # while the new factor differs; the estimate kept is the last factor's
+            with one_blas_thread():
+                lost = st.factor_nats(theta, red, spectral)
             for _ in range(REFACTOR_TRIES):
-                # the factor stopped for the starts' noise: at the optimum, the likelihood
-                # it lost (estimated); too much, and it is made again for a smaller noise
-                # (the estimate's share of REFACTOR_NATS) and learned on
-                with one_blas_thread():
-                    lost = st.factor_nats(theta, red, spectral)
                 if lost is None or lost <= REFACTOR_NATS:
+                    break
+                if not red.trace_left <= trace_tolerance(noise) * (1 + 1e-6):
                     break
                 noise *= REFACTOR_NATS / lost / REFACTOR_FACTOR
                 with timed(self.clock, "factor of G"), one_blas_thread():
-                    red = st.reduced(weights=box_weights(fmap, ranges), noise=noise)
+                    finer = st.reduced(weights=box_weights(fmap, ranges), noise=noise)
+                if finer.r == red.r:
+                    break
+                red = finer
                 theta, more = self._learn(red, spectral, ranges, [np.exp(theta)], where)
                 history += more
+                with one_blas_thread():
+                    lost = st.factor_nats(theta, red, spectral)
             self.history += history
             level = self._record("level", fmap, ranges, theta, red, spectral, history)
             level["group"] = group

@@ -33,6 +33,7 @@ from rfcli.learn.tiles import (
     inverse_sq_column_norms,
     left_product,
     lower_product,
+    rows_product,
     weighted_gram,
 )
 from rfcli.threads import tiled
@@ -233,7 +234,7 @@ class Reduced:
             self.P, self.z = np.ascontiguousarray(F.T), z
         self.zz = float(self.z @ self.z)
         self.yty, self.n, self.r = float(yty), int(n), int(len(self.z))
-        self.trace_left: float | None = None  # unweighted: no bound (nats_lost)
+        self.trace_left: float | None = None  # unweighted: no estimate (factor_nats)
 
     @property
     def nbytes(self) -> int:
@@ -293,7 +294,7 @@ class Reduced:
         out.yty, out.n, out.r = out.zz + float(resid @ resid), int(n), r
         out.trace_left = None
         if weights is not None:  # the residual's trace: tr(V diag(w) V') - ||F||^2
-            whole = float(column_sq_norms(V) @ weights.envelope)
+            whole = float(np.sum(column_sq_norms(V) * weights.envelope))
             out.trace_left = max(whole - (float(np.sum(F * F)) if r else 0.0), 0.0)
         return out
 
@@ -419,23 +420,24 @@ def _mean(PD: np.ndarray, cf, red: Reduced) -> np.ndarray:
 def factor_nats(theta, red: Reduced, spectral: Spectral, V: np.ndarray, y: np.ndarray):
     """An estimate of the log marginal likelihood that a weighted rows' factor
     (:meth:`Reduced.from_rows` of the rows V, standardized y, its residual's trace t)
-    loses at ``theta`` against the kernel of all the features (docs/gpr.md, The rows'
-    factor): half of ``2 s2 t / lambda + |||w||^2 - 2 b'w| / lambda``, where the kernel's
-    part off the factor's span Q raises log det K by at most ``s2 t / lambda`` and lowers
-    the data term by about as much, and the fitted function ``f = V mu_w`` (posterior
-    weight mean) has the part ``w = f - Q Q'f`` off it that the data term's residual ``b = y
-    - Q Q'y`` meets (``Q'f = P mu_w``, ``b'f = y'f - z'P mu_w``).  One product with V.  None
-    for a factor without weights."""
+    loses at ``theta`` against the kernel of all the features (docs/methods.md, Gaussian-
+    process regression: the rows' factor's early stop): half of ``2 s2 t / lambda + |||g||^2
+    - 2 b'g| / lambda``, where the kernel's part off the factor's span Q raises log det K by
+    at most ``s2 t / lambda`` and lowers the data term by about as much, and the fitted
+    function ``f = V mu_w`` (posterior weight mean) has the part ``g = f - Q Q'f`` off it
+    that the data term's residual ``b = y - Q Q'y`` meets (``Q'f = P mu_w``, ``b'g = b'f =
+    y'f - z'P mu_w``).  One product with V, by row tiles (the same sums on any number of
+    threads).  None for a factor without weights."""
     if red.trace_left is None:
         return None
     D, _, lam, cf = _factor(theta, red, spectral)
     mean = _mean(red.P * D, cf, red)
-    f = V @ mean
+    f = rows_product(V, mean[None, :])[:, 0]
     Pm = red.P @ mean
-    bw = float(y @ f) - float(red.z @ Pm)
-    ww = max(float(f @ f) - float(Pm @ Pm), 0.0)
+    bg = float(np.sum(y * f)) - float(np.sum(red.z * Pm))
+    gg = max(float(np.sum(f * f)) - float(np.sum(Pm * Pm)), 0.0)
     s2 = float(np.exp(theta[0]))
-    return 0.5 * (2 * s2 * red.trace_left / lam + abs(ww - 2 * bw) / lam)
+    return 0.5 * (2 * s2 * red.trace_left / lam + abs(gg - 2 * bg) / lam)
 
 
 def posterior(theta, red: Reduced, spectral: Spectral):

@@ -72,8 +72,9 @@ def rows_pivoted_cholesky(
     :class:`rfcli.learn.gpr.Reduced`'s threshold (``rel_tol`` x the largest diagonal entry
     of ``G = V'V``, the largest squared column norm; with weights, x their
     :meth:`FeatureWeights.scale`), or earlier, where the residual's trace (the sum of the
-    residual diagonal) is at most ``trace_tol`` > 0 (:class:`rfcli.learn.gpr.Reduced`:
-    what the likelihood can lose is at most that trace over the noise); (None, 0) for
+    residual diagonal) is at most ``trace_tol`` > 0 (:meth:`rfcli.learn.gpr.Reduced.from_rows`:
+    the trace over the noise is what log det K can lose, and about what the data term's
+    noise loses; :func:`rfcli.learn.gpr.factor_nats` estimates the whole); (None, 0) for
     features without signal.
 
     Left-looking and by blocks, so that only the pivots' columns of W are formed (``V

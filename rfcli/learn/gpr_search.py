@@ -118,7 +118,7 @@ def profile(mu, z2, rest: float, n: int, s2_bounds, lam_bounds):
     to a spacing of ETA_STEP), then the root of its slope ``dg/du = -(q0' / s2 + (n - q0 /
     s2) dlog s2/du + l0') / 2`` in that last bracket by regula falsi (the values alone
     locate a flat maximum only to about the square root of their rounding).  All in array
-    operations: 0.2-0.8 ms for 500 eigenvalues, where L-BFGS-B over (log s2, log lambda)
+    operations: 0.4-1.4 ms for 500 eigenvalues, where L-BFGS-B over (log s2, log lambda)
     from a 9 x 13 grid took 4-8 ms holding the GIL (60 of them in a 3-input scan)."""
     mu = np.maximum(np.asarray(mu, dtype=np.float64), 0.0)
     z2 = np.asarray(z2, dtype=np.float64)

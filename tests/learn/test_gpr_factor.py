@@ -275,7 +275,7 @@ def test_the_trace_stop_takes_the_shortest_prefix_of_the_factor_within_the_trace
         Ft, rt = gf.rows_pivoted_cholesky(V, 1e-12, fw, trace_tol)
         assert 0 < rt < r
         assert np.array_equal(Ft, F[:, :rt])
-        assert left[rt - 1] <= trace_tol < left[rt - 2]
+        assert rt >= 2 and left[rt - 1] <= trace_tol < left[rt - 2]
         assert gf.feature_rank(V, weights=fw, trace_tol=trace_tol) == rt
     assert gf.rows_pivoted_cholesky(V, 1e-12, fw, 0.0)[1] == r  # 0: no such stop
 
@@ -339,3 +339,28 @@ def test_a_level_whose_factor_lost_too_much_is_factored_again(tmp_path, monkeypa
     assert factors1 > factors0  # factored again
     assert all(lv["factor_nats"] <= gpr_levels.REFACTOR_NATS for lv in levels1)
     assert abs(lml1 - lml0) <= 0.1
+
+
+def test_a_factor_at_its_rounding_threshold_is_not_made_again(tmp_path, monkeypatch):
+    """Noise-free targets: the level's factor stops at the 1e-12 threshold before its trace
+    stop, so a smaller noise would give the same factor; the estimate (above
+    REFACTOR_NATS here) is recorded and the factor is made once per pass."""
+    from rfcli.io.settings import ReadSettings
+    from rfcli.jobs import gpr_levels
+    from rfcli.jobs.train_gpr import GPRSettings, train_gpr
+    from rfcli.learn import gpr
+    from tests.learn.test_gpr_exact_route import write_parquet
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 1, (800, 2))
+    y = np.sin(9 * X[:, 0]) * np.cos(6 * X[:, 1])
+    path = write_parquet(tmp_path / "exact.parquet", x0=X[:, 0], x1=X[:, 1], y=y)
+    made, real = [], gpr.GPStats.reduced
+    monkeypatch.setattr(gpr.GPStats, "reduced",
+                        lambda st, *a, **k: made.append(real(st, *a, **k)) or made[-1])  # fmt: skip
+    rep = train_gpr(str(path), None, GPRSettings(exact=False), ReadSettings(label="y")).report
+    levels = [lv for lv in rep["levels"] if lv["kind"] == "level"]
+    assert len(made) == len(rep["levels"])  # one factor a pass
+    assert any(lv["factor_nats"] > gpr_levels.REFACTOR_NATS for lv in levels)
+    last = made[-1]
+    assert last.trace_left > gpr.trace_tolerance(levels[-1]["noise_to_signal"])
