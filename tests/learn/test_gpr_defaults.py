@@ -216,12 +216,17 @@ def test_profile_maximizes_signal_and_noise():
 
 @pytest.mark.parametrize(
     "s2_bounds,lam_bounds",
-    [((1e-3, 1e3), (1e-6, 10)), ((0.5, 2.0), (1e-6, 10)), ((1e-3, 1e3), (0.3, 10))],
+    [
+        ((1e-3, 1e3), (1e-6, 10)),
+        ((0.5, 2.0), (1e-6, 10)),
+        ((1e-3, 1e3), (0.3, 10)),
+        ((1e-3, 1e3), (1e-6, 0.08)),
+    ],
 )
 def test_profile_finds_the_maximum_and_its_place_inside_and_on_the_bounds(s2_bounds, lam_bounds):
     """profile()'s grids in log(lambda / s2) and the root of the profiled slope: the same
     maximum as L-BFGS-B over (log s2, log lambda) from several starts (within 1e-9 of its
-    size, never below), and the same place (within 1e-6) where the maximum is inside the
+    size), and the same place (within 1e-6) where the maximum is inside the
     box or on an edge of lambda's or s2's bounds; a wrong slope on a lambda edge leaves the
     grid's 1e-4 spacing and fails the place."""
     from scipy.optimize import minimize

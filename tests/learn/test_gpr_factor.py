@@ -263,10 +263,16 @@ def test_a_factor_weighted_by_the_envelope_keeps_the_likelihood_at_every_lengths
             assert abs(lml - ref) <= 1e-6 * abs(ref) + 1e-4, (ell, s2, lam, lml, ref)
 
 
-def test_the_trace_stop_takes_the_shortest_prefix_of_the_factor_within_the_trace():
+@pytest.mark.parametrize("finish", [0.5, 0.05])  # blocks to the end; the rest at once
+def test_the_trace_stop_takes_the_shortest_prefix_of_the_factor_within_the_trace(
+    finish, monkeypatch
+):
     """rows_pivoted_cholesky with trace_tol: the factor without it, cut at the first column
     after which the residual's trace (tr W - ||F||^2) is at most trace_tol -- bit for bit
-    the same columns, one column fewer would leave more than trace_tol."""
+    the same columns, one column fewer would leave more than trace_tol; also where the
+    rest is factored at once (_finish_factor)."""
+    monkeypatch.setattr(gf, "PIVOT_FINISH", finish)
+    monkeypatch.setattr(gf, "PIVOT_SPARSE", 1 if finish < 0.5 else gf.PIVOT_SPARSE)
     fmap, V, _, fw = _weighted_case("gaussian", True)
     W = (V * fw.envelope) @ V.T
     F, r = gf.rows_pivoted_cholesky(V, 1e-12, fw)
