@@ -19,7 +19,9 @@ grows with n even where every entry is small (on the ggplot2 seals set, 808 rows
 within 1.2e-5 of the signal, spectral norm 3.4e-4, half the noise/signal ratio), so it is
 estimated on the row sample, ``(n / k) ||K~_k - K_k||_2`` for k sample rows
 (rfcli.jobs.gpr_sample).  When it is too large the tolerance is scaled down to reach
-NOISE_REFINE x the ratio and the levels go on with finer rules.  Rules are sized by their
+NOISE_REFINE x the ratio and the levels go on with finer rules.  A level's rows' factor
+stops for the noise its starts expect, and is made again where the likelihood it lost at the
+optimum is too large (REFACTOR_NATS; rfcli.learn.gpr.factor_nats).  Rules are sized by their
 pruned node count against the memory budget (``memory``; default the machine's physical
 memory: :func:`rfcli.learn.gpr.max_gp_nodes`).  The shared learning steps are
 :mod:`rfcli.jobs.gpr_learn`; where the exact GP of the rows costs less than a level, the
