@@ -476,28 +476,8 @@ class Levels(ExactRoute, SampleChecks):
             self._keep_sample_features(fmap)  # another map's are not kept through the pass
             enc, st, red, spectral = self._pass(fmap, f"GP statistics ({where})", ranges, noise)
             theta, history = self._learn(red, spectral, ranges, thetas, where)
-            # the factor stopped for the starts' noise: at the optimum, the likelihood it
-            # lost (estimated); too much, and it is made again for a smaller noise (the
-            # estimate's share of REFACTOR_NATS) and learned on -- where the trace stop cut
-            # it (else it stopped at the rounding threshold, and no noise changes it) and
-            # while the new factor differs; the estimate kept is the last factor's
-            with one_blas_thread():
-                lost = st.factor_nats(theta, red, spectral)
-            for _ in range(REFACTOR_TRIES):
-                if lost is None or lost <= REFACTOR_NATS:
-                    break
-                if not red.trace_left <= trace_tolerance(noise) * (1 + 1e-6):
-                    break
-                noise *= REFACTOR_NATS / lost / REFACTOR_FACTOR
-                with timed(self.clock, "factor of G"), one_blas_thread():
-                    finer = st.reduced(weights=box_weights(fmap, ranges), noise=noise)
-                if finer.r == red.r:
-                    break
-                red = finer
-                theta, more = self._learn(red, spectral, ranges, [np.exp(theta)], where)
-                history += more
-                with one_blas_thread():
-                    lost = st.factor_nats(theta, red, spectral)
+            red, theta, lost = self._refactored(fmap, ranges, st, red, spectral, theta,
+                                                noise, history, where)  # fmt: skip
             self.history += history
             level = self._record("level", fmap, ranges, theta, red, spectral, history)
             level["group"] = group
@@ -596,6 +576,32 @@ class Levels(ExactRoute, SampleChecks):
                                                progress=self.progress,
                                                title=f"GP L-BFGS-B ({where})")  # fmt: skip
         return res.x, history
+
+    def _refactored(self, fmap, ranges, st, red, spectral, theta, noise, history, where):
+        """A level's factor stopped for its starts' ``noise``: at the optimum ``theta`` the
+        likelihood it lost (estimated: rfcli.learn.gpr.factor_nats); above REFACTOR_NATS
+        it is made again for a smaller noise (the estimate's share of REFACTOR_NATS) and
+        the level learns on (``history`` grows) -- where the trace stop cut it (else it
+        stopped at the rounding threshold, and no noise changes it) and while the new
+        factor differs.  (the factor, theta, the estimate of the factor kept)"""
+        with one_blas_thread():
+            lost = st.factor_nats(theta, red, spectral)
+        for _ in range(REFACTOR_TRIES):
+            if lost is None or lost <= REFACTOR_NATS:
+                break
+            if not red.trace_left <= trace_tolerance(noise) * (1 + 1e-6):
+                break
+            noise *= REFACTOR_NATS / lost / REFACTOR_FACTOR
+            with timed(self.clock, "factor of G"), one_blas_thread():
+                finer = st.reduced(weights=box_weights(fmap, ranges), noise=noise)
+            if finer.r == red.r:
+                break
+            red = finer
+            theta, more = self._learn(red, spectral, ranges, [np.exp(theta)], where)
+            history += more
+            with one_blas_thread():
+                lost = st.factor_nats(theta, red, spectral)
+        return red, theta, lost
 
     def _exact_first(self, ranges: np.ndarray, noise: float) -> bool:
         """Before a group's first level: whether the exact GP costs less than a level of the

@@ -28,7 +28,6 @@ from rfcli.learn.gpr_optimize import LMLTerms, lml_and_grad_of
 from rfcli.learn.linear import MODELS, LinearModel
 from rfcli.learn.ridge import RidgeStats
 from rfcli.learn.tiles import (
-    column_sq_norms,
     gram_temp_bytes,
     inverse_sq_column_norms,
     left_product,
@@ -277,7 +276,7 @@ class Reduced:
         n, m = V.shape
         out = cls.__new__(cls)
         trace_tol = trace_tolerance(noise) if weights is not None else 0.0
-        F, r = rows_pivoted_cholesky(V, rel_tol, weights, trace_tol)  # W ~= F F'
+        F, r, left = rows_pivoted_cholesky(V, rel_tol, weights, trace_tol)  # W ~= F F'
         if r == 0:
             out.P, out.z = np.zeros((0, m)), np.zeros(0)
             resid = y
@@ -292,10 +291,7 @@ class Reduced:
             resid = y - Q @ out.z
         out.zz = float(out.z @ out.z)
         out.yty, out.n, out.r = out.zz + float(resid @ resid), int(n), r
-        out.trace_left = None
-        if weights is not None:  # the residual's trace: tr(V diag(w) V') - ||F||^2
-            whole = float(np.sum(column_sq_norms(V) * weights.envelope))
-            out.trace_left = max(whole - (float(np.sum(F * F)) if r else 0.0), 0.0)
+        out.trace_left = left if weights is not None else None  # the residual's trace
         return out
 
 

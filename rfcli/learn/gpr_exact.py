@@ -150,12 +150,10 @@ class ExactGP:
     def _parts(self, theta):
         s2, lam = np.exp(theta[0]), np.exp(theta[-1])
         ell = np.broadcast_to(np.exp(theta[1:-1]), (self.d,))
-        R2 = None
-        for D2, lj in zip(self.D2, ell[: len(self.D2)], strict=True):
-            if R2 is None:
-                R2 = D2 * (1.0 / (lj * lj))
-            else:
-                R2 += D2 * (1.0 / (lj * lj))
+        D2 = self.D2  # one array with one lengthscale, one per input with ARD
+        R2 = D2[0] * (1.0 / (ell[0] * ell[0]))
+        for Dj, lj in zip(D2[1:], ell[1 : len(D2)], strict=True):
+            R2 += Dj * (1.0 / (lj * lj))
         C = correlation(self.kernel, R2)
         K = s2 * C
         K[np.diag_indices_from(K)] += lam

@@ -74,8 +74,8 @@ def rows_pivoted_cholesky(
     :meth:`FeatureWeights.scale`), or earlier, where the residual's trace (the sum of the
     residual diagonal) is at most ``trace_tol`` > 0 (:meth:`rfcli.learn.gpr.Reduced.from_rows`:
     the trace over the noise is what log det K can lose, and about what the data term's
-    noise loses; :func:`rfcli.learn.gpr.factor_nats` estimates the whole); (None, 0) for
-    features without signal.
+    noise loses; :func:`rfcli.learn.gpr.factor_nats` estimates the whole): (F, r, the
+    residual's trace), (None, 0, 0.0) for features without signal.
 
     Left-looking and by blocks, so that only the pivots' columns of W are formed (``V
     V_p'``: 2 n m r flops, where forming W costs n^2 m and its factor by LAPACK's dpstrf,
@@ -105,25 +105,19 @@ def rows_pivoted_cholesky(
     model usually sends to the exact GP instead (rfcli.jobs.gpr_exact_route)."""
     n, m = V.shape
     if not V.size:
-        return None, 0
+        return None, 0, 0.0
     w = None if weights is None else _envelope(weights)
     g = column_sq_norms(V)
     top = float(np.max(g)) if w is None else weights.scale(g)
     if not top > 0:
-        return None, 0
+        return None, 0, 0.0
     d = np.einsum("ij,ij->i", V, V) if w is None else np.einsum("ij,ij,j->i", V, V, w)
     columns = partial(gram_columns, V, weights=w)
-    block = partial(_gram_block, V, weights=w)
-    F, r, _ = _pivoted_cholesky(d, columns, rel_tol * top, min(n, m), trace_tol, block)
-    return F, r
-
-
-def _gram_block(V: np.ndarray, rows: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-    """``V_S V_S'`` (with weights, ``V_S diag(w) V_S'``) for the rows S: a block's
-    2 k^2 m flops where its columns take 2 n k m."""
-    A = V[rows]
-    B = A * weights if weights is not None else A
-    return rows_product(B, A)
+    # a block of candidates S: ``V_S diag(w) V_S'``, 2 k^2 m flops where its columns take
+    # 2 n k m
+    block = lambda rows: gram_columns(V[rows], np.arange(len(rows)), w)  # noqa: E731
+    F, r, _, left = _pivoted_cholesky(d, columns, rel_tol * top, min(n, m), trace_tol, block)
+    return F, r, max(float(left.sum()), 0.0)
 
 
 def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float):
@@ -140,7 +134,7 @@ def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float):
     d = np.array(np.diag(G)) if m else np.zeros(0)
     if not m or not float(d.max()) > 0:
         return None, 0, np.zeros(0, dtype=np.intp)
-    return _pivoted_cholesky(d, partial(_upper_columns, G), rel_tol * float(d.max()), m)
+    return _pivoted_cholesky(d, partial(_upper_columns, G), rel_tol * float(d.max()), m)[:3]
 
 
 def _envelope(weights: FeatureWeights) -> np.ndarray:
@@ -167,10 +161,10 @@ def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0
     (a block's pivots, or the rows left when the rest is factored at once); ``block(rows)``
     W's block of those rows (k x k; default: from ``columns``), on which the candidates'
     pivots are chosen before any column is formed, so that only the pivots' columns are;
-    ``width`` the most columns the factor can have.  (F n x r, r, the pivots in order),
-    (None, 0, no pivots) when nothing exceeds ``tol``.  ``trace_tol`` > 0: it also stops at
-    the first pivot after which the residual's trace is at most that (a block's pivots are
-    taken in order, so its columns up to that pivot are the factor's)."""
+    ``width`` the most columns the factor can have.  (F n x r, r, the pivots in order, the
+    residual diagonal), F None and r 0 when nothing exceeds ``tol``.  ``trace_tol`` > 0:
+    it also stops at the first pivot after which the residual's trace is at most that (a
+    block's pivots are taken in order, so its columns up to that pivot are the factor's)."""
     n = len(d)
     d = np.array(d, dtype=np.float64)  # the residual diagonal
     done = np.zeros(n, dtype=bool)
@@ -201,12 +195,15 @@ def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0
             done[cand] = True  # pivots, or at most the threshold
         if not len(pivots):
             continue
-        pivots, new = _within_trace(pivots, _new_columns(columns, F, r, pivots, Lb), d, trace_tol)
+        R = columns(pivots)  # their residual columns
+        if r:
+            R -= rows_product(F[:, :r], F[pivots, :r])
+        pivots, new = _within_trace(pivots, _through(Lb, R, pivots), d, trace_tol)
         done[pivots] = True
         taken.append(pivots)
         F, r = _append_columns(F, r, new)
         d -= np.einsum("ij,ij->i", new, new)
-    return _factor(F, r, taken)
+    return (*_factor(F, r, taken), d)
 
 
 def _within_trace(pivots, new, d, trace_tol: float):
@@ -240,14 +237,11 @@ def _block_pivots(B: np.ndarray, rows: np.ndarray, tol: float):
     return rows[piv[:rank] - 1], np.tril(U[:rank, :rank])
 
 
-def _new_columns(columns, F, r: int, pivots: np.ndarray, Lb: np.ndarray) -> np.ndarray:
-    """The factor's new columns for ``pivots`` (their block's factor Lb): their residual
-    columns ``W_p - F F_p'`` through Lb, the pivots' rows Lb itself."""
+def _through(Lb: np.ndarray, R: np.ndarray, pivots: np.ndarray) -> np.ndarray:
+    """The factor's new columns for ``pivots``: their residual columns R (n x k, in pivot
+    order) through their block's factor Lb, the pivots' rows Lb itself."""
     from scipy.linalg import solve_triangular
 
-    R = columns(pivots)
-    if r:
-        R -= rows_product(F[:, :r], F[pivots, :r])
     new = solve_triangular(Lb, R.T, lower=True, check_finite=False).T
     new[pivots] = Lb
     return new
@@ -270,21 +264,18 @@ def _finish_factor(columns, F, r, d, done, tol, taken, trace_tol=0.0):
     rows (``V V_S'`` by row tiles for rows), their residual ``W_SS - F_S F_S'`` factored by
     dpstrf with complete pivoting down to the threshold, the new columns of F from their
     residual columns."""
-    from scipy.linalg import solve_triangular
-
     rest = np.flatnonzero(~done & (d > tol))
     R = columns(rest)  # W's columns of the remaining rows
     if r:
         R -= rows_product(F[:, :r], F[rest, :r])
     pivots, Lb = _block_pivots(R[rest], rest, tol)
     if len(pivots):
-        new = solve_triangular(Lb, R[:, np.searchsorted(rest, pivots)].T, lower=True,
-                               check_finite=False).T  # fmt: skip
-        new[pivots] = Lb
+        new = _through(Lb, R[:, np.searchsorted(rest, pivots)], pivots)
         pivots, new = _within_trace(pivots, new, d, trace_tol)
         taken.append(pivots)
         F, r = _append_columns(F, r, new)
-    return _factor(F, r, taken)
+        d -= np.einsum("ij,ij->i", new, new)
+    return (*_factor(F, r, taken), d)
 
 
 def feature_rank(

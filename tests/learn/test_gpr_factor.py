@@ -30,7 +30,7 @@ def test_the_rows_factor_leaves_every_residual_at_most_the_threshold(rel_tol, fi
     monkeypatch.setattr(gf, "PIVOT_SPARSE", 2 if finish < 0.5 else gf.PIVOT_SPARSE)
     V = _smooth_features(700, 300, 5)
     tol = rel_tol * (V * V).sum(0).max()
-    F, r = gf.rows_pivoted_cholesky(V, rel_tol)
+    F, r, _ = gf.rows_pivoted_cholesky(V, rel_tol)
     assert r > 2 * gf.PIVOT_BLOCK  # several blocks of candidates
     W = V @ V.T
     resid = np.diag(W) - (F * F).sum(1)
@@ -50,25 +50,30 @@ def test_the_rows_factor_forms_the_columns_of_its_pivots_only(monkeypatch):
     so only the pivots' columns of W are formed (2 n m flops each): as many columns as
     the rank, where forming every candidate's column took about twice as many."""
     V = _smooth_features(700, 300, 5)
-    formed = []
+    formed = []  # columns of all 700 rows (a candidates' block is their own rows only)
     real = gf.gram_columns
-    monkeypatch.setattr(gf, "gram_columns", lambda V, rows, weights=None: formed.append(len(rows))
-                        or real(V, rows, weights))  # fmt: skip
-    F, r = gf.rows_pivoted_cholesky(V, 1e-12)
+
+    def columns(A, rows, weights=None):
+        if len(A) == len(V):
+            formed.append(len(rows))
+        return real(A, rows, weights)
+
+    monkeypatch.setattr(gf, "gram_columns", columns)
+    F, r, _ = gf.rows_pivoted_cholesky(V, 1e-12)
     assert len(formed) >= 3 and sum(formed) == r
 
 
 def test_the_rows_factor_is_the_same_on_any_number_of_threads():
     V = _smooth_features(600, 250, 6)
     with tile_threads(1):
-        F1, _ = gf.rows_pivoted_cholesky(V, 1e-12)
+        F1, _, _ = gf.rows_pivoted_cholesky(V, 1e-12)
     with tile_threads(3):
-        F3, _ = gf.rows_pivoted_cholesky(V, 1e-12)
+        F3, _, _ = gf.rows_pivoted_cholesky(V, 1e-12)
     assert np.array_equal(F1, F3)
 
 
 def test_features_without_signal_have_rank_zero():
-    assert gf.rows_pivoted_cholesky(np.zeros((5, 8)), 1e-12) == (None, 0)
+    assert gf.rows_pivoted_cholesky(np.zeros((5, 8)), 1e-12) == (None, 0, 0.0)
     assert gf.feature_rank(np.zeros((0, 8))) == 0
 
 
@@ -214,9 +219,9 @@ def test_the_weighted_rows_factor_is_the_factor_of_the_weighted_features():
     g = (V * V).sum(0)
     scale = fw.scale(g)
     assert 0 < scale < np.max(g * fw.envelope)
-    F, r = gf.rows_pivoted_cholesky(V, 1e-12, fw)
+    F, r, _ = gf.rows_pivoted_cholesky(V, 1e-12, fw)
     Vw = V * np.sqrt(fw.envelope)
-    F0, r0 = gf.rows_pivoted_cholesky(Vw, 1e-12 * scale / np.max(g * fw.envelope))
+    F0, r0, _ = gf.rows_pivoted_cholesky(Vw, 1e-12 * scale / np.max(g * fw.envelope))
     tol = 1e-12 * scale
     assert abs(r - r0) <= 2  # (the last pivots may differ by rounding)
     # both approximate (V w^1/2)(V w^1/2)' within the threshold: residuals at most tol on
@@ -275,10 +280,10 @@ def test_the_trace_stop_takes_the_shortest_prefix_of_the_factor_within_the_trace
     monkeypatch.setattr(gf, "PIVOT_SPARSE", 1 if finish < 0.5 else gf.PIVOT_SPARSE)
     fmap, V, _, fw = _weighted_case("gaussian", True)
     W = (V * fw.envelope) @ V.T
-    F, r = gf.rows_pivoted_cholesky(V, 1e-12, fw)
+    F, r, _ = gf.rows_pivoted_cholesky(V, 1e-12, fw)
     left = np.trace(W) - np.cumsum((F * F).sum(0))
     for trace_tol in (1e-2, 1e-4, 1e-6):
-        Ft, rt = gf.rows_pivoted_cholesky(V, 1e-12, fw, trace_tol)
+        Ft, rt, _ = gf.rows_pivoted_cholesky(V, 1e-12, fw, trace_tol)
         assert 0 < rt < r
         assert np.array_equal(Ft, F[:, :rt])
         assert rt >= 2 and left[rt - 1] <= trace_tol < left[rt - 2]
