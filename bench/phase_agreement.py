@@ -70,20 +70,20 @@ def main():
         X = load(name, args.rows)
         for kernel in KERNELS:
             fmap = make_map(kernel, args.m, gamma="auto", seed=0).fit(X.shape[1], X[:1000])
-            t = np.concatenate(
-                [fmap.transform_phase(X[i : i + BLOCK_ROWS]) for i in range(0, len(X), BLOCK_ROWS)]
-            )
+            blocks = [X[i : i + BLOCK_ROWS] for i in range(0, len(X), BLOCK_ROWS)]
+            t = np.concatenate([fmap.transform_phase(b) for b in blocks])
+            u = np.concatenate([fmap.transform_turns(b) for b in blocks])
             z = np.cos(t)
-            big = int(np.count_nonzero(np.abs(t) > 2 * np.pi * 2048.5))
+            big = int(np.count_nonzero(np.abs(u) > 2048))
             for q in quantizers(z[:200].ravel()):
                 by_cos = q.codes(z)
-                by_phase = q._phase_coder.codes(t)
+                by_phase = q._phase_coder.codes(u)
                 diff = by_cos != by_phase
                 r = {
                     "set": name, "kernel": kernel, "quantizer": f"{q.kind}{q.bits}",
                     "codes": int(diff.size), "differ": int(diff.sum()),
                     "rows": len(X), "rows_differ": int(diff.any(axis=1).sum()),
-                    "max_abs_t": float(np.abs(t).max()), "beyond_range": big,
+                    "max_abs_t": float(np.abs(t).max()), "turns_over_2048": big,
                 }  # fmt: skip
                 rows_out.append(r)
                 tot = totals.setdefault(r["quantizer"], [0, 0, 0, 0])

@@ -155,8 +155,8 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     """Each step an encode cannot avoid, alone, on one core, on the same rows, ``reps``
     times (the least and the median time of each: the encode's runs are compared with
     the floor by the same statistic, the best with the best and the median with the median):
-    reading the Parquet columns, the float32 GEMM (in the encoder's row blocks), adding the
-    random phases, the codes from the phase (reduction and comparisons: no cosine,
+    reading the Parquet columns, the float32 GEMM (in the encoder's row blocks; the random
+    phases enter it as one more input column), the codes from the phase (reduction and comparisons: no cosine,
     docs/store-format.md, Codes from the phase), the packing, the row norms, and writing
     the packed bytes as new files (one per store chunk, in a new directory, as a new store
     is written; the directory is removed between the repetitions, untimed).  The cosine
@@ -181,11 +181,10 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     X = np.column_stack([t[c].to_numpy() for c in cols]).astype(np.float32)
     n, d = X.shape
     fmap = make_map("gaussian", m, gamma=gamma, seed=0).fit(d)
-    W, tau = fmap.W_, fmap.tau_
     q = make_quantizer("lm", bits)
     blocks = [X[i : i + BLOCK_ROWS] for i in range(0, n, BLOCK_ROWS)]
-    z = blocks[0] @ W
-    t = z + tau
+    u = fmap.transform_turns(blocks[0])
+    t = fmap.transform_phase(blocks[0])
     zc = np.cos(t)
     codes = q.codes(zc)
     packed = pack_codes(codes, bits)
@@ -211,11 +210,8 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     with one_blas_thread():
         times = {
             "parquet read": times_of(read, reps),
-            "GEMM": times_of(each(lambda b: b @ W), reps),
-            "add phases": times_of(each(lambda b: np.add(z, tau, out=z)), reps),
-            "codes from the phase": times_of(
-                each(lambda b: q._phase_coder.codes(t, fmap.phase_bound(b))), reps
-            ),
+            "GEMM": times_of(each(fmap.transform_turns), reps),
+            "codes from the phase": times_of(each(lambda b: q._phase_coder.codes(u)), reps),
             "pack": times_of(each(lambda b: pack_codes(codes, bits)), reps),
             "row norms": times_of(each(lambda b: q._row_norms(codes, packed)), reps),
             "write bytes": [write() for _ in range(reps)],
@@ -242,18 +238,13 @@ def at_once(blocks, fmap, q, bits: int, cores: int, reps: int) -> list[float]:
     from rfcli.quantize import pack_codes
     from rfcli.threads import one_blas_thread
 
-    W, tau = fmap.W_, fmap.tau_
-
     errors: list[BaseException] = []
 
     def work(part):
         try:
-            z = np.empty((len(part[0]), W.shape[1]), dtype=np.float32)
             with one_blas_thread():
                 for b in part:
-                    zb = np.matmul(b, W, out=z[: len(b)])
-                    np.add(zb, tau, out=zb)
-                    codes = q._phase_coder.codes(zb, fmap.phase_bound(b))
+                    codes = q._phase_coder.codes(fmap.transform_turns(b))
                     q._row_norms(codes, pack_codes(codes, bits))
         except BaseException as e:  # re-raised by run(): a failed thread is no timing
             errors.append(e)

@@ -12,7 +12,7 @@ NUMPY = "python -c 'import numpy'"
 
 #: the encode floor's steps that run per block of rows (the rest, reading and writing, are
 #: I/O); bench/speed.py runs them on the threads at once
-COMPUTE_STEPS = ("GEMM", "add phases", "codes from the phase", "pack", "row norms")
+COMPUTE_STEPS = ("GEMM", "codes from the phase", "pack", "row norms")
 
 
 def startup_doc(st) -> list[str]:

@@ -131,10 +131,10 @@ class Encoder:
         codes are byte-identical for any chunk size.  Blocks also keep the float features
         cache-resident between the map and the packer.
 
-        For cosine features (Fourier maps) the quantizer gets the phases, and a threshold
-        quantizer's codes come from them by comparisons, with no cosine computed
-        (:meth:`rfcli.quantize.Quantizer.encode_cosine_rows`; docs/store-format.md, Codes
-        from the phase).
+        For cosine features (Fourier maps) quantized by a threshold quantizer, the map gives
+        the phases in turns (one GEMM, the phase inside it) and the codes come from them by
+        comparisons, with no cosine computed (:meth:`rfcli.quantize.Quantizer.encode_turns`;
+        docs/store-format.md, Codes from the phase); other quantizers get the cosines.
 
         Parameters
         ----------
@@ -154,10 +154,7 @@ class Encoder:
         n, R = Xp.shape[0], BLOCK_ROWS
         packed, norms, row_scale = self._outputs(n, out)
         pad = None
-        phase = self.fmap.cosine_phase
-        # one bound on |t| for the chunk's blocks (the padding's phases, tau, are within it):
-        # it only spares the phase codes a range check, so the codes do not depend on it
-        bound = self.fmap.phase_bound(Xp) if phase else None
+        turns = self.fmap.cosine_phase and self.quantizer.threshold_codes
         for b0 in range(row0 - row0 % R, row0 + n, R):
             lo, hi = max(b0, row0), min(b0 + R, row0 + n)
             if hi - lo == R:
@@ -168,9 +165,9 @@ class Encoder:
                 pad[:] = 0
                 pad[lo - b0 : hi - b0] = Xp[lo - row0 : hi - row0]
                 block = pad
-            if phase:  # cosine features: the quantizer takes the phases (no cosine)
-                t, rs = self.fmap.transform_phase(block), None
-                p, nr = self.quantizer.encode_cosine_rows(t[lo - b0 : hi - b0], lo, bound)
+            if turns:  # cosine features, threshold codes: from the phases (no cosine)
+                u, rs = self.fmap.transform_turns(block), None
+                p, nr = self.quantizer.encode_turns(u[lo - b0 : hi - b0], lo)
             else:
                 z, rs = self.fmap.transform_raw(block)
                 p, nr = self.quantizer.encode_rows(z[lo - b0 : hi - b0], lo)

@@ -65,7 +65,8 @@ class FeatureMap:
     #: inputs to float32 first, so an encode may read them as float32 (same values)
     input_dtype: ClassVar[type] = np.float64
     #: True when ``transform_raw(X)`` is ``(np.cos(transform_phase(X)), None)``: cosine
-    #: features, whose threshold codes the encoder finds from the phase (no cosine)
+    #: features, whose threshold codes the encoder finds from the phases in turns
+    #: (``transform_turns``; no cosine)
     cosine_phase: ClassVar[bool] = False
 
     def __init__(self, n_features: int, seed: int = 0):
@@ -224,9 +225,10 @@ class FeatureMap:
         """
         raise NotImplementedError(f"the {self.kind} map has no phases")
 
-    def phase_bound(self, X: np.ndarray) -> float | None:
-        """An upper bound on ``|transform_phase(X)|`` if the map knows one cheaply (it
-        spares the phase codes a range check).
+    def transform_turns(self, X: np.ndarray) -> np.ndarray:
+        """The phases in turns ``u = t / 2 pi`` of cosine features ``z = cos(2 pi u)``
+        (maps with ``cosine_phase``), computed as one product: a threshold quantizer's
+        codes follow from them exactly (docs/store-format.md, Codes from the phase).
 
         Parameters
         ----------
@@ -235,10 +237,15 @@ class FeatureMap:
 
         Returns
         -------
-        float or None
-            The bound, or None.
+        ndarray of shape (n, m), float32
+            The phases in turns.
+
+        Raises
+        ------
+        NotImplementedError
+            A map without phases.
         """
-        return None
+        raise NotImplementedError(f"the {self.kind} map has no phases")
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Full-precision features ``F(x)``: ``F(x).F(y)`` estimates k(x, y).

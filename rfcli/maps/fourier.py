@@ -136,7 +136,7 @@ class FourierMap(FeatureMap):
             u = rng.chisquare(2.0 * nu, size=m)
             W = rng.standard_normal((d, m)) * (np.sqrt(2.0 * nu / u) * np.sqrt(2.0 * g))[None, :]
         self.W_ = W.astype(np.float32)
-        self.__dict__.pop("_col_norm", None)  # phase_bound's cache
+        self.__dict__.pop("_turns", None)  # transform_turns' matrix
         self.tau_ = generator(self.seed, 1).uniform(0.0, 2.0 * np.pi, m).astype(np.float32)
         self.n_inputs_ = d
         return self
@@ -159,10 +159,12 @@ class FourierMap(FeatureMap):
         Z += self.tau_
         return Z
 
-    def phase_bound(self, X) -> float:
-        """An upper bound on ``|t|`` over the phases of the rows X: ``max ||x|| max_j ||W_j||
-        + max tau`` (Cauchy-Schwarz), with d 2^-22 + 1e-3 of it to spare for the float32
-        GEMM's rounding (at most about d 2^-24 of ``sum |x_k W_kj| <= ||x|| ||W_j||``).
+    def transform_turns(self, X):
+        """The phases in turns ``u = x'V + s`` with ``V = W / 2 pi`` and ``s = tau / 2 pi``
+        (rounded to float32 from float64), as one float32 GEMM of ``[x, 1]`` with ``[V; s]``:
+        ``cos(2 pi u)`` is the feature, and a threshold quantizer's codes follow from u
+        exactly (:mod:`rfcli.quantize.phase`).  The phase enters the product, so no pass
+        adds it; u differs from ``transform_phase(X) / 2 pi`` by the two products' rounding.
 
         Parameters
         ----------
@@ -171,18 +173,25 @@ class FourierMap(FeatureMap):
 
         Returns
         -------
-        float
-            The bound (NaN or inf when X holds such values).
+        ndarray of shape (n, m), float32
+            The phases in turns.
         """
+        self._check_fitted()
         X = np.asarray(X, dtype=np.float32)
-        key = (id(self.W_), self.W_.__array_interface__["data"][0], self.W_.shape)
-        if getattr(self, "_col_norm", (None,))[0] != key:  # (fit() drops it too)
-            W = self.W_.astype(np.float64)
-            self._col_norm = (key, float(np.sqrt(np.einsum("ij,ij->j", W, W).max())))
-        sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-        x = float(np.sqrt(sq.max())) if sq.size else 0.0
-        spare = 1.001 + X.shape[1] * 2.0**-22
-        return (x * self._col_norm[1] + float(np.max(self.tau_))) * spare
+        Xa = np.empty((X.shape[0], X.shape[1] + 1), dtype=np.float32)
+        Xa[:, :-1] = X
+        Xa[:, -1] = 1.0
+        return Xa @ self._turns_matrix()
+
+    def _turns_matrix(self) -> np.ndarray:
+        """``[W; tau] / 2 pi`` as float32 (d + 1, m), made once per set of arrays."""
+        W, tau = self.W_, self.tau_
+        cached = self.__dict__.get("_turns")
+        if cached is None or cached[0] is not W or cached[1] is not tau:  # (fit() drops it)
+            Wt = np.vstack([W.astype(np.float64), tau.astype(np.float64)[None, :]])
+            cached = (W, tau, (Wt / (2.0 * np.pi)).astype(np.float32))
+            self._turns = cached
+        return cached[2]
 
     def transform_raw(self, X):
         Z = self.transform_phase(X)

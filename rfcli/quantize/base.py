@@ -62,7 +62,7 @@ class Quantizer:
     code_layout: ClassVar[str] = "packed-lsb0"
     #: True when the codes are ``#{borders < z}`` and the row bytes pack_codes' (the table
     #: quantizers): the codes of cosine features then come from their phase
-    #: (:meth:`encode_cosine_rows`)
+    #: (:meth:`encode_turns`)
     threshold_codes: ClassVar[bool] = True
 
     def __init__(self, bits: int, borders: np.ndarray, levels: np.ndarray):
@@ -248,23 +248,19 @@ class Quantizer:
         packed = pack_codes(codes, self.bits)
         return packed, self._row_norms(codes, packed)
 
-    def encode_cosine_rows(
-        self, t: np.ndarray, row0: int = 0, max_abs: float | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`encode_rows` of ``cos(t)`` for float32 phases ``t``.  A threshold quantizer
-        finds its codes from the phase by comparisons, computing no cosine
-        (:mod:`rfcli.quantize.phase`): the same codes except where the phase lies within
-        float32 rounding of a border (docs/store-format.md, Codes from the phase).  Other
-        kinds (stochastic rounding, float features) quantize the cosine.
+    def encode_turns(self, u: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`encode_rows` of ``cos(2 pi u)`` for float32 phases in turns ``u``.  A
+        threshold quantizer finds its codes from the phase by comparisons, computing no
+        cosine (:mod:`rfcli.quantize.phase`): exactly the codes of ``cos(2 pi u)`` for the
+        float32 u (docs/store-format.md, Codes from the phase).  Other kinds (stochastic
+        rounding, float features) quantize the float32 cosine.
 
         Parameters
         ----------
-        t : ndarray of shape (n, m), float32
-            The phases.
+        u : ndarray of shape (n, m), float32
+            The phases in turns.
         row0 : int, default=0
-            The global index of t's first row.
-        max_abs : float or None, default=None
-            A bound on ``|t|``, if known (it spares a range check).
+            The global index of u's first row.
 
         Returns
         -------
@@ -274,8 +270,8 @@ class Quantizer:
             ``||Q(z)||`` per row.
         """
         if not self.threshold_codes:
-            return self.encode_rows(np.cos(t), row0)
-        codes = self._phase_coder.codes(t, max_abs)
+            return self.encode_rows(np.cos(np.float32(2 * np.pi) * u), row0)
+        codes = self._phase_coder.codes(u)
         packed = pack_codes(codes, self.bits)
         return packed, self._row_norms(codes, packed)
 
@@ -283,7 +279,7 @@ class Quantizer:
     def _phase_coder(self):
         from rfcli.quantize.phase import PhaseCoder
 
-        return PhaseCoder(self._borders32, self.codes)
+        return PhaseCoder(self._borders32)
 
     def _row_norms(self, codes: np.ndarray, packed: np.ndarray) -> np.ndarray:
         """``sqrt(sum_j levels[code_j]^2)`` per row, float64 sums.  For b in {1, 2, 4} the
