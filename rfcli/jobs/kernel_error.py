@@ -19,6 +19,7 @@ from rfcli.io.readers import iter_chunks, open_source, select_columns
 from rfcli.io.store import FeatureStore
 from rfcli.metrics import kernel_errors, scaled_spectral_error, spectral_approximation
 from rfcli.progress import NullProgress, Progress
+from rfcli.quantize import unpack_codes
 
 
 def kernel_error_report(
@@ -54,13 +55,7 @@ def kernel_error_report(
         )
     stored = next(store.iter_encoded(chunk_rows=n))
     again = enc.encode_chunk(X, 0)
-    mismatch = float(np.mean(np.any(again.packed != stored.packed, axis=1)))
-    if mismatch > 0.001:
-        raise IncompatibleError(
-            f"{raw_path}: {mismatch:.1%} of the first {n} rows encode differently from "
-            f"{store_path}: "
-            "not the input this store was encoded from"
-        )
+    _check_same_input(enc, again.packed, stored.packed, raw_path, store_path)
     Xp = enc.preprocess.transform(X)
     with progress.task("exact kernel", None):
         K = enc.fmap.kernel(Xp, Xp)
@@ -86,3 +81,33 @@ def kernel_error_report(
         out[name] = {**e, "rel_spectral_scaled": rel2_scaled, "beta_spectral": beta2, **sa}
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+#: re-encoded rows may differ from a store's where a phase lies within float32 rounding of a
+#: border (another rfcli version's roundings: docs/store-format.md, Codes from the phase):
+#: a few codes in a million, each one level off; a different input changes most codes
+CODES_DIFFERING, ROWS_DIFFERING = 1e-4, 1e-3
+
+
+def _check_same_input(enc, again: np.ndarray, stored: np.ndarray, raw_path: str, store_path: str):
+    """Refuse rows that do not encode to the store's: for threshold codes, more than
+    CODES_DIFFERING of the codes differ or one differs by more than a level; else (stochastic
+    rounding, floats: reproduced exactly) more than ROWS_DIFFERING of the rows differ."""
+    q, n = enc.quantizer, len(stored)
+    if q.threshold_codes:
+        a = unpack_codes(again, q.bits, enc.n_features).astype(np.int16)
+        b = unpack_codes(stored, q.bits, enc.n_features).astype(np.int16)
+        diff = np.abs(a - b)
+        share = float(np.mean(diff > 0))
+        if share <= CODES_DIFFERING and (diff.size == 0 or int(diff.max()) <= 1):
+            return
+        what = f"{share:.2%} of the codes of the first {n} rows"
+    else:
+        share = float(np.mean(np.any(again != stored, axis=1)))
+        if share <= ROWS_DIFFERING:
+            return
+        what = f"{share:.1%} of the first {n} rows"
+    raise IncompatibleError(
+        f"{raw_path}: {what} encode differently from {store_path}: "
+        "not the input this store was encoded from"
+    )

@@ -183,6 +183,11 @@ class FourierMap(FeatureMap):
         Xa[:, -1] = 1.0
         return Xa @ self._turns_matrix()
 
+    def __getstate__(self):  # pickled (Dask tasks, estimators) without the derived matrix
+        state = self.__dict__.copy()
+        state.pop("_turns", None)
+        return state
+
     def _turns_matrix(self) -> np.ndarray:
         """``[W; tau] / 2 pi`` as float32 (d + 1, m), made once per set of arrays."""
         W, tau = self.W_, self.tau_

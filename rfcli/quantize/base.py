@@ -252,8 +252,8 @@ class Quantizer:
         """:meth:`encode_rows` of ``cos(2 pi u)`` for float32 phases in turns ``u``.  A
         threshold quantizer finds its codes from the phase by comparisons, computing no
         cosine (:mod:`rfcli.quantize.phase`): exactly the codes of ``cos(2 pi u)`` for the
-        float32 u (docs/store-format.md, Codes from the phase).  Other kinds (stochastic
-        rounding, float features) quantize the float32 cosine.
+        float32 u (docs/store-format.md, Codes from the phase).  Threshold quantizers only
+        (``threshold_codes``): the encoder gives other kinds the map's cosines.
 
         Parameters
         ----------
@@ -270,7 +270,7 @@ class Quantizer:
             ``||Q(z)||`` per row.
         """
         if not self.threshold_codes:
-            return self.encode_rows(np.cos(np.float32(2 * np.pi) * u), row0)
+            raise TypeError(f"the {self.kind} quantizer's codes do not come from the phase")
         codes = self._phase_coder.codes(u)
         packed = pack_codes(codes, self.bits)
         return packed, self._row_norms(codes, packed)

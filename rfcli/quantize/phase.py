@@ -20,11 +20,12 @@ difference of two float32 numbers within a factor of two of each other is exact
 (Sterbenz's lemma); where ``|u| < 1/2`` rint gives 0, and where ``|u| >= 2^23`` u is an
 integer.  So ``r`` is the exact distance of the float32 ``u`` to its nearest integer, for
 every finite u however large, and the codes are exactly ``#{j: beta_j < cos(2 pi u)}`` of
-that u.  The only rounding left is that of u itself (the GEMM's, relative to ``|u|``, as
-that of the phase in radians on the cosine path).  Non-finite phases give NaN, coded as the
-cosine path codes ``cos(inf) = NaN``.  Four elementwise passes (rint,
-subtract, abs, and one comparison per border) on sub-blocks of about 128 K elements,
-whose work arrays stay in the CPU's cache; nothing depends on the sub-blocks.
+that u.  The roundings left are those of u itself: of V and s (float32 from float64) and of
+the GEMM, within a few float32 ulps of ``sum_k |x_k V_k| + |s|``, as the phase in radians
+has its own on the cosine path.  Non-finite phases give NaN, coded as the cosine path codes
+``cos(inf) = NaN``.  Three elementwise passes (rint, subtract, abs) and one comparison per
+border, on sub-blocks of about 128 K elements whose work arrays stay in the CPU's cache;
+nothing depends on the sub-blocks.
 """
 
 from __future__ import annotations

@@ -122,3 +122,33 @@ def test_train_shows_the_selection(stores, monkeypatch):
                "--max-iter", "20", "-o", d / "s0.npz")  # fmt: skip
     assert r.exit_code == 0 and "cross-validation" not in r.stderr
     assert "C=1 on all rows" in r.stderr and "not cached" in r.stderr
+
+
+def test_kernel_error_accepts_rows_another_version_rounded_differently():
+    """A store written by another rfcli version differs from a re-encode only in codes at a
+    border (docs/store-format.md, Codes from the phase): a few codes one level off pass;
+    a code two levels off, or many codes off, is another input."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pytest
+
+    from rfcli.errors import IncompatibleError
+    from rfcli.jobs.kernel_error import _check_same_input
+    from rfcli.quantize import make_quantizer, pack_codes
+
+    enc = SimpleNamespace(quantizer=make_quantizer("lm", 2), n_features=512)
+    codes = np.random.default_rng(0).integers(0, 4, (200, 512)).astype(np.uint8)
+    stored = pack_codes(codes, 2)
+    near = codes.copy()
+    at = ([3, 50, 120, 199], [7, 300, 11, 511])
+    near[at] = np.where(near[at] == 3, 2, near[at] + 1)  # one level off
+    _check_same_input(enc, pack_codes(near, 2), stored, "in", "store")  # 4 of 102,400 codes
+    far = codes.copy()
+    far[3, 7] = (far[3, 7] + 2) % 4
+    with pytest.raises(IncompatibleError, match="not the input"):
+        _check_same_input(enc, pack_codes(far, 2), stored, "in", "store")
+    many = codes.copy()
+    many[:, :20] = np.where(many[:, :20] == 3, 2, many[:, :20] + 1)
+    with pytest.raises(IncompatibleError, match="not the input"):
+        _check_same_input(enc, pack_codes(many, 2), stored, "in", "store")

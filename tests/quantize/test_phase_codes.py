@@ -148,12 +148,45 @@ def test_non_finite_phases_code_as_the_cosine_path(q):
 
 
 def test_stochastic_rounding_keeps_the_cosine():
+    """The encoder gives stochastic rounding the map's cosines (the bytes of quantizing
+    transform_raw), and the quantizer takes no phases."""
+    from rfcli.encoder import Encoder
+    from rfcli.maps import Preprocessor, make_map
+
     q = make_quantizer("stoc", 2, seed=4)
-    u = turns(9, 64 * 128, 8.0).reshape(64, 128)
-    p1, n1 = q.encode_turns(u, row0=300)
-    p2, n2 = q.encode_rows(np.cos(np.float32(2 * np.pi) * u), row0=300)
-    np.testing.assert_array_equal(p1, p2)
-    np.testing.assert_array_equal(n1, n2)
+    X = np.random.default_rng(9).normal(size=(300, 4))
+    fmap = make_map("gaussian", 128, gamma=0.5, seed=3).fit(4)
+    got = Encoder([f"x{i}" for i in range(4)], Preprocessor(), fmap, q).encode_chunk(X, 300)
+    z = np.concatenate([fmap.transform_raw(X[i : i + 256])[0] for i in (0, 256)])
+    p2, n2 = q.encode_rows(z, row0=300)
+    np.testing.assert_array_equal(got.packed, p2)
+    np.testing.assert_array_equal(got.norms, n2)
+    with pytest.raises(TypeError):
+        q.encode_turns(fmap.transform_turns(X))
+
+
+def test_the_turns_follow_the_maps_arrays():
+    """transform_turns' matrix is made again when the map is fitted again or its arrays are
+    replaced, and is not pickled."""
+    import pickle
+
+    from rfcli.maps import make_map
+
+    X = np.random.default_rng(10).normal(size=(50, 3))
+    fmap = make_map("gaussian", 64, gamma=0.5, seed=1).fit(3)
+    u1 = fmap.transform_turns(X)
+    fmap.gamma = fmap.gamma_ = 2.0
+    fmap.fit(3)
+    u2 = fmap.transform_turns(X)
+    assert not np.allclose(u1, u2)
+    np.testing.assert_allclose(u2, fmap.transform_phase(X) / (2 * np.pi), atol=1e-5)
+    fmap.tau_ = np.zeros_like(fmap.tau_)
+    np.testing.assert_allclose(
+        fmap.transform_turns(X), X.astype(np.float32) @ fmap.W_ / (2 * np.pi), atol=1e-5
+    )
+    again = pickle.loads(pickle.dumps(fmap))
+    assert "_turns" not in again.__dict__
+    np.testing.assert_array_equal(again.transform_turns(X), fmap.transform_turns(X))
 
 
 @pytest.mark.parametrize(
