@@ -142,7 +142,9 @@ class FourierMap(FeatureMap):
         return self
 
     def transform_phase(self, X):
-        """The phases ``t = x'W + tau`` (the encoder's codes come from them).
+        """The phases ``t = x'W + tau`` in radians, whose cosines are the features
+        (:meth:`transform_raw`; the encoder's threshold codes come from
+        :meth:`transform_turns` instead).
 
         Parameters
         ----------
