@@ -139,7 +139,8 @@ class Encoder:
         Parameters
         ----------
         X : ndarray of shape (n, len(columns))
-            Raw rows, columns in the order of :attr:`columns`.
+            Raw rows, columns in the order of :attr:`columns`, row- or column-major (the
+            same bytes either way).
         row0 : int
             The global index of the first row (blocks and the stoc quantizer's hash use it).
         out : EncodedChunk or None, default=None
@@ -150,11 +151,15 @@ class Encoder:
         EncodedChunk
             The rows' packed codes, norms and row scales.
         """
-        Xp = self.preprocess.transform(X)
+        Xp = self.preprocess.transform(X)  # (row-major when it preprocesses)
         n, R = Xp.shape[0], BLOCK_ROWS
         packed, norms, row_scale = self._outputs(n, out)
         pad = None
         turns = self.fmap.cosine_phase and self.quantizer.threshold_codes
+        if not turns:
+            # the maps' products and reductions see rows in one layout whatever the chunk's
+            # (transform_turns copies each block into its own row-major array)
+            Xp = np.ascontiguousarray(Xp)
         for b0 in range(row0 - row0 % R, row0 + n, R):
             lo, hi = max(b0, row0), min(b0 + R, row0 + n)
             if hi - lo == R:

@@ -189,7 +189,10 @@ class LocalEngine(Engine):
                     write(fut.result(), ch)
                     task.advance(len(ch))
 
-            chunks = iter_chunks(source, sel, read.chunk_rows, read.on_nan, encoder.input_dtype)
+            # column-major chunks: the reading thread copies each column once, and the
+            # workers transpose their blocks (Encoder.encode_chunk)
+            chunks = iter_chunks(source, sel, read.chunk_rows, read.on_nan, encoder.input_dtype,
+                                 order="F")  # fmt: skip
             for ch in chunks:
                 if ch.row0 + len(ch) <= start:
                     continue

@@ -164,7 +164,7 @@ class Preprocessor:
         if not (self.standardize or self.normalize_rows):  # nothing to do: no copy
             X = np.asarray(X)
             return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
-        X = np.array(X, dtype=np.float64, copy=True)
+        X = np.array(X, dtype=np.float64, copy=True, order="C")  # row sums in one order
         if self.standardize:
             X -= self.mean_
             X /= self.scale_

@@ -29,6 +29,47 @@ def test_byte_identical_for_chunk_sizes_and_threads(tmp_path, letter_small, quan
     assert chunk_files_digest(tmp_path / "a.zarr") == chunk_files_digest(tmp_path / "c.zarr")
 
 
+@pytest.mark.parametrize(
+    "kernel, quantizer, bits, prep",
+    [
+        ("gaussian", "lm", 2, {}),  # codes from the phase in turns, no preprocessing
+        ("laplacian", "lm", 3, {"standardize": True, "normalize_rows": True}),
+        ("gaussian", "stoc", 2, {"normalize_rows": True}),  # the cosine path
+        ("arccos1", "lm", 2, {}),  # no phases
+    ],
+)
+def test_column_major_chunks_encode_as_row_major_ones(kernel, quantizer, bits, prep):
+    """The encode loop reads Parquet and CSV columns into column-major chunks; the encoder
+    writes the same bytes as for the same rows row-major: the maps' products and the row
+    reductions of preprocessing get row-major rows (other BLAS kernels may round a
+    transposed operand differently), the phases in turns copies of each block."""
+    from rfcli.encoder import Encoder
+    from rfcli.maps import Preprocessor, make_map
+    from rfcli.quantize import make_quantizer
+
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(700, 64)) * rng.uniform(0.5, 20, 64)).astype(np.float32)
+    pre = Preprocessor(**prep)
+    if pre.needs_stats:
+        pre.mean_, pre.scale_ = X.astype(np.float64).mean(0), X.astype(np.float64).std(0)
+    fmap = make_map(kernel, 96, gamma=0.05, seed=3).fit(64, X[:200])
+    q = make_quantizer(quantizer, bits, seed=2, law=fmap.value_law)
+    enc = Encoder([f"x{i}" for i in range(64)], pre, fmap, q)
+    seen = []  # the layouts the map's own products and reductions get (not the phases')
+    raw = fmap.transform_raw
+    fmap.transform_raw = lambda B: (seen.append(B.flags.c_contiguous), raw(B))[1]
+    a = enc.encode_chunk(np.ascontiguousarray(X), 300)
+    b = enc.encode_chunk(np.asfortranarray(X), 300)
+    assert all(seen) and (len(seen) > 0) == (quantizer == "stoc" or kernel == "arccos1")
+    assert pre.transform(np.asfortranarray(X)).flags.c_contiguous or not (
+        pre.standardize or pre.normalize_rows
+    )
+    np.testing.assert_array_equal(a.packed, b.packed)
+    np.testing.assert_array_equal(a.norms, b.norms)
+    if a.row_scale is not None:
+        np.testing.assert_array_equal(a.row_scale, b.row_scale)
+
+
 def test_csv_and_parquet_inputs_give_the_same_codes(tmp_path, letter_small, letter_small_csv):
     run(letter_small, tmp_path / "p.zarr", label="label", n_features=64)
     run(letter_small_csv, tmp_path / "c.zarr", label="label", n_features=64, chunk_rows=100)
