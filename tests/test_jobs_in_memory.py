@@ -113,6 +113,29 @@ def test_encode_in_memory_equals_the_file_store(rows, file_store, tmp_path, kind
     assert a == b
 
 
+@pytest.mark.parametrize(
+    "es",
+    [
+        rfcli.EncodeSettings(n_features=64, gamma=0.05),  # codes from the phase, no z-scores
+        rfcli.EncodeSettings(n_features=64, gamma=0.05, quantizer="stoc"),  # the cosine path
+        rfcli.EncodeSettings(n_features=64, kernel="arccos0"),  # a map without phases
+    ],
+    ids=["turns", "stoc", "arccos0"],
+)
+def test_column_major_file_chunks_store_the_array_rows_bytes(rows, tmp_path, es):
+    """The encode reads the Parquet file's columns into column-major chunks; without
+    preprocessing nothing else makes rows of them but the encoder: the store is the one the
+    same rows give from a row-major NumPy array, byte for byte."""
+    table, path = rows
+    features = [c for c in table.column_names if c != "label"]
+    X = np.column_stack([table[c].to_numpy() for c in features])
+    y = table["label"].to_numpy()
+    a, b = str(tmp_path / "file.zarr"), str(tmp_path / "array.zarr")
+    rfcli.encode(path, a, es, rfcli.ReadSettings(label="label", chunk_rows=999))
+    rfcli.encode(X, b, es, rfcli.ReadSettings(chunk_rows=999), y=y)
+    assert store_files(a) == store_files(b)
+
+
 def test_encode_like_a_store_or_an_encoder(rows, tmp_path):
     """A test set in memory encoded like a store (or like its encoder) is the store the file
     gives."""
@@ -407,10 +430,17 @@ def test_feature_columns_of_one_array_are_copied_as_a_block_with_the_same_values
     cols = {f"x{j}": X[10:60, j] for j in range(5)}
     for dtype in (np.float32, np.float64):
         for names in (["x0", "x1", "x2", "x3", "x4"], ["x2", "x3", "x4"], ["x1", "x3"]):
-            B = _feature_block(cols, names, dtype)
             idx = [int(n[1:]) for n in names]
-            assert np.array_equal(B, np.column_stack([X[10:60, j].astype(dtype) for j in idx]))
-            assert B.flags.writeable and not np.may_share_memory(B, X)
+            want = np.column_stack([X[10:60, j].astype(dtype) for j in idx])
+            for order in ("C", "F"):
+                B = _feature_block(cols, names, dtype, order)
+                assert np.array_equal(B, want) and B.dtype == dtype
+                assert B.flags.writeable and not np.may_share_memory(B, X)
+    # columns read one by one (Parquet's, CSV's): column-major on request
+    apart = {f"x{j}": np.ascontiguousarray(X[:, j]) for j in range(5)}
+    F = _feature_block(apart, ["x0", "x2", "x4"], np.float32, "F")
+    assert F.flags.f_contiguous and np.array_equal(F, X[:, [0, 2, 4]].astype(np.float32))
+    assert _feature_block(apart, ["x0", "x2"], np.float32).flags.c_contiguous
     src = ArraySource(X, extra={"y": np.zeros(100)})
     sel = select_columns(src, None, "y", [])
     from rfcli.io.readers import iter_chunks

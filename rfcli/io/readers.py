@@ -185,6 +185,8 @@ def iter_chunks(
     """Fixed-size chunks (the last may be shorter) of the selected columns, the features
     as ``dtype`` in the memory ``order`` (:func:`make_chunk`)."""
     check_on_nan(on_nan)
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
     names = sel.all
     kw = {"float_columns": sel.features} if isinstance(source, CsvSource) else {}
     line0 = getattr(source, "first_line", None)  # CSV: messages name the file's lines
@@ -283,8 +285,8 @@ def _feature_block(cols, names: list[str], dtype, order: str = "C") -> np.ndarra
     its own (1.4 ms against 0.08 ms for 16,384 x 64 float32); the same values either way.
     Other columns (Parquet's, CSV's) make a row-major array, or with ``order`` "F" a
     column-major one: each column one contiguous copy, where writing the columns into rows
-    took the encode's reading thread 0.17 s of 200,000 x 64 float32 (the encoder transposes
-    256-row blocks in its own copies: rfcli.encoder.Encoder.encode_chunk)."""
+    took the encode's reading thread 0.17 s of 200,000 x 64 float32 (the encoder's workers
+    make rows of them: rfcli.encoder.Encoder.encode_chunk)."""
     arrs = [cols[c] for c in names]
     a0 = arrs[0] if arrs else None
     if (
