@@ -244,9 +244,7 @@ class Quantizer:
         norms : ndarray of shape (n,), float32
             ``||Q(z)||`` per row (the normalized estimator's denominators).
         """
-        codes = self.codes(z, row0)
-        packed = pack_codes(codes, self.bits)
-        return packed, self._row_norms(codes, packed)
+        return self._packed_rows(self.codes(z, row0))
 
     def encode_turns(self, u: np.ndarray, row0: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`encode_rows` of ``cos(2 pi u)`` for float32 phases in turns ``u``.  A
@@ -271,7 +269,10 @@ class Quantizer:
         """
         if not self.threshold_codes:
             raise TypeError(f"the {self.kind} quantizer's codes do not come from the phase")
-        codes = self._phase_coder.codes(u)
+        return self._packed_rows(self._phase_coder.codes(u))
+
+    def _packed_rows(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(packed codes, row norms) of a chunk's codes (:meth:`encode_rows`)."""
         packed = pack_codes(codes, self.bits)
         return packed, self._row_norms(codes, packed)
 
