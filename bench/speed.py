@@ -155,9 +155,10 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     """Each step an encode cannot avoid, alone, on one core, on the same rows, ``reps``
     times (the least and the median time of each: the encode's runs are compared with
     the floor by the same statistic, the best with the best and the median with the median):
-    reading the Parquet columns, the float32 GEMM (in the encoder's row blocks; the random
-    phases enter it as one more input column), the codes from the phase (reduction and comparisons: no cosine,
-    docs/store-format.md, Codes from the phase), the packing, the row norms, and writing
+    reading the Parquet columns (stacked as columns, as the encode reads them), the float32
+    GEMM (in the encoder's row blocks; the random phases enter it as one more input column),
+    the codes from the phase (reduction and comparisons: no cosine, docs/store-format.md,
+    Codes from the phase), the packing, the row norms, and writing
     the packed bytes as new files (one per store chunk, in a new directory, as a new store
     is written; the directory is removed between the repetitions, untimed).  The cosine
     and its comparisons, which the encode no longer computes, are timed beside the floor
@@ -175,7 +176,7 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
 
     def read():
         for b in f.iter_batches(batch_size=8192, columns=cols):
-            np.column_stack([c.to_numpy() for c in b.columns])
+            np.stack([c.to_numpy() for c in b.columns])  # column-major, as the encode
 
     t = pq.read_table(path, columns=cols)
     X = np.column_stack([t[c].to_numpy() for c in cols]).astype(np.float32)
