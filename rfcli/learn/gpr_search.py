@@ -227,17 +227,31 @@ def _eig_sums(M: np.ndarray, z: np.ndarray, concurrent: bool):
     return eig_projection(M, z)
 
 
+#: the most the exact profile's squared differences may take (:func:`exact_profile`): 500
+#: rows of 3 inputs take 6 MB
+DIFFERENCES_BYTES = 1 << 27
+
+
 def exact_profile(X, y, kernel: str, s2_bounds, lam_bounds, concurrent: bool = True) -> Callable:
     """LML profile of the exact GP on rows X, standardized targets y: ``ell -> (lml, log s2,
     log lambda)`` (ell: one value, or one per input); ``concurrent``: see :func:`_eig_sums`."""
-    from rfcli.maps.glf_rules import stationary_kernel
+    from rfcli.maps.exact import correlation, scaled_sq_dists, scaled_sum, squared_differences
 
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
+    # the squared differences formed once (per input for points with a lengthscale per input,
+    # summed for points with one), where they take at most DIFFERENCES_BYTES: a point then
+    # scales them, 32 against 38 ms a point at 500 rows of 3 inputs (Matern 5/2, one
+    # thread: the kernel 3 against 7 ms, beside eigh's 30)
+    kept: dict[bool, list[np.ndarray]] = {}
 
     def evaluate(ell):
-        K = stationary_kernel(kernel, X, X, np.asarray(ell, dtype=np.float64))
-        mu, z = _eig_sums(K, y, concurrent)
+        ell = np.asarray(ell, dtype=np.float64).reshape(-1)
+        per_input = len(ell) > 1
+        if per_input not in kept and X.size * len(X) * 8 <= DIFFERENCES_BYTES:
+            kept[per_input] = squared_differences(X, per_input)
+        R2 = scaled_sum(kept[per_input], ell) if per_input in kept else scaled_sq_dists(X, X, ell)
+        mu, z = _eig_sums(correlation(kernel, R2), y, concurrent)
         return profile(mu, z**2, 0.0, len(y), s2_bounds, lam_bounds)
 
     return evaluate

@@ -39,6 +39,25 @@ def scaled_sq_dists(X: np.ndarray, Z: np.ndarray, ell) -> np.ndarray:
     return out
 
 
+def squared_differences(X: np.ndarray, per_input: bool) -> list[np.ndarray]:
+    """The rows' squared differences per input, ``(x_ij - x_kj)^2`` (n x n each), formed once
+    for kernels at many lengthscales (:func:`scaled_sum`); where one lengthscale serves every
+    input (``per_input=False``), their sum alone: a kernel then scales one array."""
+    X = np.asarray(X, dtype=np.float64)
+    D2 = [np.square(np.subtract.outer(c, c)) for c in X.T]
+    return D2 if per_input else [sum(D2[1:], D2[0])]
+
+
+def scaled_sum(D2: list[np.ndarray], ell) -> np.ndarray:
+    """``r^2 = sum_j D2_j / l_j^2`` (a new array) from :func:`squared_differences` (one
+    lengthscale: ``D2`` is their sum and ``ell`` its lengthscale)."""
+    ell = np.broadcast_to(np.asarray(ell, dtype=np.float64), (len(D2),))
+    R2 = D2[0] * (1.0 / (ell[0] * ell[0]))
+    for Dj, lj in zip(D2[1:], ell[1:], strict=True):
+        R2 += Dj * (1.0 / (lj * lj))
+    return R2
+
+
 def correlation(kernel: str, R2: np.ndarray) -> np.ndarray:
     """The unit-variance kernel at scaled squared distances ``R2``."""
     if kernel == "gaussian":

@@ -314,6 +314,26 @@ def test_eig_projection_gives_eighs_eigenvalues_and_profile():
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-8)
 
 
+@pytest.mark.parametrize("kept", [True, False])
+def test_exact_profile_with_a_lengthscale_per_input(monkeypatch, kept):
+    # ARD points and one-lengthscale points from the same profile, with the squared
+    # differences kept or (over their byte limit) formed at each point: the LML at the
+    # profiled (s2, lambda) is the exact GP's there
+    from rfcli.learn import gpr_search
+
+    if not kept:
+        monkeypatch.setattr(gpr_search, "DIFFERENCES_BYTES", 0)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(150, 3))
+    y = np.sin(2 * X[:, 0]) + 0.2 * X[:, 1] + 0.1 * rng.normal(size=150)
+    y = (y - y.mean()) / y.std()
+    ev = exact_profile(X, y, "gaussian", (1e-3, 1e3), (1e-6, 10))
+    for ell in ([0.7, 3.0, 40.0], [1.5]):
+        lml, a, b = ev(ell)
+        theta = np.array([a, *np.log(np.broadcast_to(ell, (3,))), b])
+        assert lml == pytest.approx(exact_lml(X, y, theta), rel=1e-10)
+
+
 def test_polish_moves_the_best_grid_point_to_the_maximum_between_its_neighbours():
     # a concave quadratic in log lengthscale (per coordinate): one parabolic step lands on
     # its maximum exactly; the grid's best point is a grid step away from it
