@@ -46,3 +46,22 @@ def test_regression_accumulator_is_additive():
     assert r["mse"] == pytest.approx(np.mean((y - pred) ** 2), rel=1e-12)
     for k in ("mse", "rmse", "r2"):
         assert s[k] == pytest.approx(r[k], rel=1e-12)
+
+
+def test_regression_r2_of_offset_targets_keeps_their_digits():
+    # targets far from zero (1e9 + a signal of variance 0.5): sums of y and y^2 lose the
+    # variance to rounding (R^2 came out NaN); in chunks, merged, it is the direct value
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-3, 3, 1000)
+    y = 1e9 + np.sin(x)
+    pred = y + 0.01 * rng.normal(size=1000)
+    direct = 1 - np.mean((y - pred) ** 2) / np.var(y - 1e9)
+    acc = RegressionAccumulator()
+    for sl in np.array_split(np.arange(1000), 7):
+        part = RegressionAccumulator()
+        part.update(y[sl], pred[sl])
+        acc = acc + part
+    assert acc.result()["r2"] == pytest.approx(direct, rel=1e-9)
+    one = RegressionAccumulator()
+    one.update(y, pred)
+    assert one.result()["r2"] == pytest.approx(direct, rel=1e-9)
