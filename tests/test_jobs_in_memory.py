@@ -448,3 +448,23 @@ def test_feature_columns_of_one_array_are_copied_as_a_block_with_the_same_values
     chunk = next(iter_chunks(src, sel, 64, "zero"))
     chunk.X[:] = 7.0  # the chunk is the reader's own
     assert not np.any(X == 7.0)
+
+
+def test_krr_on_offset_targets_learns_the_same_function():
+    """Regression targets far from zero (y + 1e9): the ridge statistics' sums of squared
+    targets lost the variance (training MSE -131, an alpha 100x too small); with the
+    targets shifted by their first rows' mean (rfcli.learn.selection.target_shift) the
+    same alpha is chosen and the predictions are those of y, plus 1e9 (to the rounding of
+    numbers of 1e9: float64 keeps 1e-7 of them)."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, (3000, 2))
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + 0.05 * rng.normal(size=3000)
+    es = rfcli.EncodeSettings(n_features=256, bits=2, seed=0)
+    fits = [rfcli.train(X, None, rfcli.TrainSettings(model="krr"), encode=es, y=y + off)
+            for off in (0.0, 1e9)]  # fmt: skip
+    (a, b) = fits
+    assert b.report["alpha"] == a.report["alpha"]
+    assert b.report["train_mse"] == pytest.approx(a.report["train_mse"], rel=1e-4)
+    Xt = rng.uniform(-3, 3, (500, 2))
+    pa_, pb = (rfcli.predict(r, Xt)["prediction"] for r in fits)
+    assert np.max(np.abs((pb - 1e9) - pa_)) < 1e-5

@@ -363,7 +363,8 @@ def _train_ridge(passes, targets: Targets, s: TrainSettings, progress: Progress)
     k = targets.n_outputs
     nf = _n_folds(s)
     what = f"Phi'Phi of {nf} folds" if nf else "Phi'Phi"
-    stats = passes.reduce(selection.fold_stats_pass, targets, s.seed, nf,
+    shift = selection.target_shift(passes.data, targets)
+    stats = passes.reduce(selection.fold_stats_pass, targets, s.seed, nf, shift,
                           title=f"krr: pass 1, {what}")  # fmt: skip
     total = stats[0]
     for st in stats[1:]:
@@ -383,8 +384,10 @@ def _train_ridge(passes, targets: Targets, s: TrainSettings, progress: Progress)
         alpha = float(s.alpha)
     else:
         alpha = float(alpha_candidates(total, floored=False)[DEFAULT_ALPHA_INDEX])
-    W, b = total.solve(alpha)
+    W, b = total.solve(alpha)  # (of the shifted targets)
     report.update({"alpha": alpha, "train_mse": total.sse(W, b) / max(total.n, 1) / k})
+    if shift is not None:
+        b = b + shift
     return RidgeModel(targets, W, b, s.normalized), report
 
 
