@@ -5,6 +5,7 @@ by rich."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,7 +45,10 @@ class UI:
             sys.stderr.write(msg + "\n")
 
     def result_json(self, obj) -> None:
-        sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+        """``obj`` as JSON on stdout; a value that is not a finite number (R^2 of constant
+        targets, a metric of no rows) is null: NaN and Infinity are not JSON, and strict
+        parsers refuse them."""
+        sys.stdout.write(json.dumps(_finite(obj), indent=2, default=str, allow_nan=False) + "\n")
         sys.stdout.flush()
 
     def table(self, title: str | None, rows: list[tuple], headers: tuple | None = None) -> None:
@@ -209,3 +213,15 @@ class RichProgress:
         self._prog = Progress(*cols, console=self.ui.err, transient=True)
         self._prog.start()
         return self._prog
+
+
+def _finite(obj):
+    """``obj`` with every float that is not finite replaced by None (in dicts, lists and
+    tuples, and NumPy floats)."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, int | str) or not hasattr(obj, "__float__"):  # (bool is an int)
+        return obj
+    return obj if math.isfinite(float(obj)) else None  # floats, NumPy's float32 too

@@ -309,3 +309,25 @@ def test_npy_column_writer_streams_without_a_row_count(tmp_path):
     w.close()
     a = np.load(p, allow_pickle=False)
     assert a.shape == (12, 2) and a[4, 0] == 1.0 and not os.path.exists(p + ".partial.rows")
+
+
+def _strict(text: str):
+    """JSON as a strict parser reads it: NaN and Infinity are refused."""
+
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_output_has_null_for_metrics_that_are_not_numbers(tmp_path):
+    # constant targets: R^2 is undefined (0 / 0); --json writes null, which jq and strict
+    # parsers read, where it wrote NaN
+    x = np.linspace(0, 1, 120)
+    p = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"x": x, "y": np.full(120, 3.0)}), p)
+    store, model = tmp_path / "c.zarr", tmp_path / "m.npz"
+    ok("-q", "encode", p, "--label", "y", "-o", store, "-m", "64", "--gamma", "1")
+    ok("-q", "train", store, "--model", "krr", "--alpha", "1", "-o", model)
+    r = _strict(ok("evaluate", model, store, "--json").stdout)
+    assert r["r2"] is None and r["mse"] == pytest.approx(0.0, abs=1e-12)
