@@ -453,7 +453,7 @@ def test_feature_columns_of_one_array_are_copied_as_a_block_with_the_same_values
 def test_krr_on_offset_targets_learns_the_same_function():
     """Regression targets far from zero (y + 1e9): the ridge statistics' sums of squared
     targets lost the variance (training MSE -131, an alpha 100x too small); with the
-    targets shifted by their first rows' mean (rfcli.learn.selection.target_shift) the
+    targets shifted by their first row's (rfcli.learn.selection.first_target_shift) the
     same alpha is chosen and the predictions are those of y, plus 1e9 (to the rounding of
     numbers of 1e9: float64 keeps 1e-7 of them)."""
     rng = np.random.default_rng(3)

@@ -363,7 +363,7 @@ def _train_ridge(passes, targets: Targets, s: TrainSettings, progress: Progress)
     k = targets.n_outputs
     nf = _n_folds(s)
     what = f"Phi'Phi of {nf} folds" if nf else "Phi'Phi"
-    shift = selection.target_shift(passes.data, targets)
+    shift = selection.first_target_shift(passes.data, targets)
     stats = passes.reduce(selection.fold_stats_pass, targets, s.seed, nf, shift,
                           title=f"krr: pass 1, {what}")  # fmt: skip
     total = stats[0]

@@ -64,7 +64,7 @@ from rfcli.learn.gpr import (
 from rfcli.learn.gpr_search import (
     data_bounds,
 )
-from rfcli.learn.targets import Targets
+from rfcli.learn.targets import Targets, target_shift
 from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.maps.glf_rules import GLF_KERNELS
 from rfcli.memory import physical_memory
@@ -190,12 +190,6 @@ def _feature_rows(n_features: int, chunk_rows: int, n_rows: int | None = None) -
     if n_rows:
         cap = -(-n_rows // -(-n_rows // cap))
     return cap
-
-
-def target_shift(first: float) -> float:
-    """The number GP statistics subtract from the targets (:class:`GPStats`): the first
-    target, 0 when it is not finite."""
-    return first if np.isfinite(first) else 0.0
 
 
 def _gp_pass(data, shift: float = 0.0, keep_rows: bool = True) -> GPStats:

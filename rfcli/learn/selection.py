@@ -24,6 +24,7 @@ from rfcli.learn.data import fold_ids
 from rfcli.learn.multiclass import Columns
 from rfcli.learn.ridge import RidgeStats
 from rfcli.learn.svm import loss_terms
+from rfcli.learn.targets import target_shift
 from rfcli.progress import NullProgress, Progress
 
 #: decades the grid is extended by, at most, on the side where the best value is at its edge
@@ -54,32 +55,25 @@ def check_folds(sizes: np.ndarray, n_rows: int) -> None:
 
 
 # -- pass functions (run by an engine on all rows or on one slice; results are additive) ------
-#: rows whose mean is the regression targets' shift (:func:`target_shift`)
-SHIFT_ROWS = 1024
-
-
-def target_shift(data, targets) -> np.ndarray | None:
+def first_target_shift(data, targets) -> np.ndarray | None:
     """The shift subtracted from regression targets before their least-squares statistics
-    (:func:`fold_stats_pass`; the model's intercept gets it back): the mean of the first
-    SHIFT_ROWS rows' targets, whatever the chunks they come in.  The statistics hold sums
-    of squares of the targets, and those of a target far from zero lose its digits (y =
-    1e9 + sin x, 2,000 rows: the ridge's training MSE came out -131 and cross-validation
-    chose an alpha 100x too small).  None for classes (one-hot targets)."""
+    (:func:`fold_stats_pass`; the model's intercept gets it back): the first row's targets
+    (:func:`rfcli.learn.targets.target_shift`, as GP regression's statistics).  Without it
+    the statistics' sums of squared targets lost the variance of targets far from zero (y +
+    1e9, 2,000 rows: a training MSE of -131, an alpha 100x too small).  None for classes
+    (one-hot targets)."""
     if targets is None or targets.task != "regression":
         return None
-    parts, have = [], 0
     for _, y in data.labels():
-        parts.append(targets.encode(y)[: SHIFT_ROWS - have])
-        have += len(parts[-1])
-        if have >= SHIFT_ROWS:
-            break
-    return np.concatenate(parts).mean(axis=0) if have else None
+        if len(y):
+            return target_shift(targets.encode(y[:1])[0])
+    return None
 
 
 def fold_stats_pass(data, targets, seed: int, n_folds: int,
                     shift: np.ndarray | None = None) -> list[RidgeStats]:  # fmt: skip
     """Least-squares statistics (Phi'Phi, Phi'Y, ...) of each fold's rows (``n_folds`` < 2:
-    one, of all rows), of the targets less ``shift`` (:func:`target_shift`).
+    one, of all rows), of the targets less ``shift`` (:func:`first_target_shift`).
     ``targets=None``: one zero column (the SVM's preconditioner needs only Phi'Phi)."""
     m = data.encoder.n_features
     k = targets.n_outputs if targets is not None else 1
