@@ -98,6 +98,13 @@ class ConvergenceWarning(UserWarning):
     scikit-learn's ``ConvergenceWarning``)."""
 
 
+class PrecisionWarning(UserWarning):
+    """Input values that lose their digits where the features are computed: columns far
+    from zero compared with their spread, rounded to float32 by the maps that compute in
+    float32 (rfcli.encoder_fit.float32_precision_notes).  The store is written; standardize
+    centres the columns first."""
+
+
 def check_int(value, name: str, minimum: int | None = None) -> int:
     """``value`` as an int (``ParameterTypeError`` if it is not one, bools included), at
     least ``minimum`` (``UsageError``); the messages name the parameter ``name``."""

@@ -225,3 +225,21 @@ def _finite(obj):
     if isinstance(obj, int | str) or not hasattr(obj, "__float__"):  # (bool is an int)
         return obj
     return obj if math.isfinite(float(obj)) else None  # floats, NumPy's float32 too
+
+
+@contextmanager
+def warning_lines(ui, *categories):
+    """Warnings of ``categories`` (rfcli.errors' ConvergenceWarning, PrecisionWarning)
+    raised inside the block, each one line ``warning: ...`` on stderr at its end (the
+    result is written, its report says so); others as Python shows them."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        for c in categories:
+            warnings.simplefilter("always", c)
+        yield
+    for w in caught:
+        if issubclass(w.category, categories):
+            ui.info(f"warning: {w.message}")
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)

@@ -216,27 +216,30 @@ def encode_cmd(ui, input_path, output, like, threads, memory, resume, engine, sc
     check_threads(ctx, engine)
     for note in notes:
         ui.info(note)
+    from rfcli.cli.console import warning_lines
+    from rfcli.errors import PrecisionWarning
     from rfcli.jobs.encode import ResumeMismatch, encode
     from rfcli.memory import encode_malloc
 
     encode_malloc()  # one long streaming pass: reuse the chunk arrays' pages
 
     try:
-        res = encode(
-            input_path,
-            output,
-            _encode_settings(opts),
-            _read_settings(opts),
-            like=like,
-            threads=threads,
-            overwrite=overwrite,
-            resume=resume,
-            memory=memory,
-            engine=engine,
-            dask=dask_settings(engine, scheduler, workers),
-            progress=ui.progress(),
-            note=lambda text: ui.info(text.replace("resume: ", "--resume: ", 1)),
-        )
+        with warning_lines(ui, PrecisionWarning):
+            res = encode(
+                input_path,
+                output,
+                _encode_settings(opts),
+                _read_settings(opts),
+                like=like,
+                threads=threads,
+                overwrite=overwrite,
+                resume=resume,
+                memory=memory,
+                engine=engine,
+                dask=dask_settings(engine, scheduler, workers),
+                progress=ui.progress(),
+                note=lambda text: ui.info(text.replace("resume: ", "--resume: ", 1)),
+            )
     except ResumeMismatch as e:
         raise UsageError(e.text(names=_flag_of_setting, again="--resume")) from None
     except Interrupted as e:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import click
 
 from rfcli.cli import cli
@@ -375,31 +373,16 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
     for note in notes:
         ui.info(note)
     steady_malloc()  # many passes: reuse heap pages, peak memory flat (see its docstring)
-    with converge_warnings(ui):
+    from rfcli.cli.console import warning_lines
+    from rfcli.errors import ConvergenceWarning
+
+    with warning_lines(ui, ConvergenceWarning):
         if model == "gpr":
             report = _train_gpr(ui, input_path, output, settings, opts, run)
         else:
             report = _train_linear(ui, input_path, model, output, settings, run)
     if as_json:
         ui.result_json({"model": model, "output": output, **report})
-
-
-@contextlib.contextmanager
-def converge_warnings(ui):
-    """A solver that stopped without converging (rfcli.errors.ConvergenceWarning): one line
-    ``warning: ...`` on stderr at the end (the model is written, its report says so)."""
-    import warnings
-
-    from rfcli.errors import ConvergenceWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        yield
-    for w in caught:
-        if issubclass(w.category, ConvergenceWarning):
-            ui.info(f"warning: {w.message}")
-        else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def _linear_settings(model: str, o: dict):
