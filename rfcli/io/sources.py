@@ -208,6 +208,19 @@ def check_text_file(path: str) -> None:
         raise InputError(f"{path}: is a binary file, not CSV text")
 
 
+def check_text_stdin(head: bytes) -> None:
+    """Refuse binary standard input, which is read as CSV: a Parquet file piped in (``cat
+    data.parquet | rfcli ...``) was parsed as CSV and refused for a line's field count."""
+    for magic, _, what in MAGIC:
+        if head.startswith(magic):
+            raise InputError(
+                f"-: standard input is {what}, not CSV text (stdin is read as CSV: give the "
+                "file's path instead)"
+            )
+    if b"\x00" in head:
+        raise InputError("-: standard input is binary, not CSV text")
+
+
 #: file names read as tab-separated (else comma-separated), compressed or not
 TAB_SUFFIXES = (".tsv", ".tab", ".tsv.gz", ".tab.gz")
 
@@ -271,6 +284,10 @@ class CsvSource(Source):
         self.rereadable = path != "-" or spool
         if path != "-":
             check_text_file(path)
+        else:  # a spooled copy's first bytes, or a pipe's, left in its buffer (a stream
+            # that cannot peek, such as a test runner's BytesIO, is not checked)
+            peek = getattr(sys.stdin.buffer, "peek", None)
+            check_text_stdin(sniff(self._tmp) if self._tmp else peek(4096) if peek else b"")
         reader = self._open(None)
         schema = reader.schema
         self.names = list(schema.names)

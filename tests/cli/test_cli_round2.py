@@ -331,3 +331,19 @@ def test_json_output_has_null_for_metrics_that_are_not_numbers(tmp_path):
     ok("-q", "train", store, "--model", "krr", "--alpha", "1", "-o", model)
     r = _strict(ok("evaluate", model, store, "--json").stdout)
     assert r["r2"] is None and r["mse"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_parquet_file_piped_to_stdin_is_refused_in_one_line(tmp_path):
+    # stdin is read as CSV: a Parquet file piped in was refused for "line 4 has 2 fields"
+    import subprocess
+    import sys
+
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": np.arange(50.0), "y": np.arange(50) % 2}), p)
+    r = subprocess.run(
+        [sys.executable, "-m", "rfcli", "encode", "-", "--label", "y", "-o", tmp_path / "s.zarr"],
+        input=p.read_bytes(), capture_output=True,
+    )  # fmt: skip
+    err = r.stderr.decode().strip()
+    assert r.returncode == 2 and "Traceback" not in err and len(err.splitlines()) == 1
+    assert "standard input is a Parquet file, not CSV text" in err
