@@ -488,3 +488,15 @@ def test_columns_far_from_zero_for_a_float32_map_are_reported(tmp_path):
         with warnings.catch_warnings():
             warnings.simplefilter("error", PrecisionWarning)
             rfcli.encode(X2, str(tmp_path / "b.zarr"), es2, overwrite=True)
+
+
+def test_numbers_with_decimal_commas_are_refused_not_left_out(tmp_path):
+    """A semicolon CSV of numbers with decimal commas ('1,5'): its columns were read as
+    text and the encode left them out ("skipped non-numeric column(s)"), training on what
+    was left; now the first such cell is named."""
+    p = tmp_path / "euro.csv"
+    p.write_text("a;b;y\n1,5;2;0\n2,5;3;1\n3,25;1;0\n")
+    with pytest.raises(InputError, match=r"line 2: column 'a' holds '1,5', a number with a "
+                                         r"decimal comma"):  # fmt: skip
+        rfcli.encode(str(p), str(tmp_path / "s.zarr"), rfcli.EncodeSettings(n_features=16),
+                     rfcli.ReadSettings(label="y", delimiter=";"))  # fmt: skip

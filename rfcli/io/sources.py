@@ -236,6 +236,8 @@ def delimiter_for(path: str, delimiter: str | None = None) -> str:
 #: a cell that reads as a number (as pyarrow parses float columns; missing-value markers
 #: such as NA and nan are read as missing values, not text)
 _NUMBER = r"^\s*[-+]?((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[iI]nf(inity)?)\s*$"
+#: a number written with a decimal comma (or thousands separators): ``1,5``, ``1,234,567``
+_COMMA_NUMBER = r"^\s*[-+]?\d[\d,]*,\d+\s*$"
 #: ``CSV parse error: Row #3: Expected 2 columns, got 1: 3`` (the row: the file's line)
 _RAGGED = r"CSV parse error: Row #(\d+): Expected (\d+) columns, got (\d+)"
 #: ``In CSV column #1: Row #302: CSV conversion error to double: invalid value 'abc'``
@@ -252,7 +254,10 @@ def _text_cells(col: pa.Array) -> tuple[int, str] | None:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     is_number = pc.match_substring_regex(col, _NUMBER).fill_null(True)
-    n_numbers = pc.sum(pc.and_(is_number, pc.is_valid(col))).as_py() or 0
+    # numbers with decimal commas count as numbers here: a column of them is refused by
+    # its first cell (text_cell_error says why), not left out as text
+    numberish = pc.or_(is_number, pc.match_substring_regex(col, _COMMA_NUMBER).fill_null(True))
+    n_numbers = pc.sum(pc.and_(numberish, pc.is_valid(col))).as_py() or 0
     if n_numbers * 2 <= len(col) - col.null_count:
         return None
     row = pc.index(is_number, False).as_py()
@@ -417,7 +422,16 @@ class CsvSource(Source):
 
 
 def text_cell_error(path: str, line: int, name: str, value: str) -> InputError:
-    """A cell of text in a column of numbers, by its file line."""
+    """A cell of text in a column of numbers, by its file line (a number with a decimal
+    comma: said so)."""
+    import re
+
+    if re.match(_COMMA_NUMBER, value):
+        return InputError(
+            f"{path}: line {line}: column {name!r} holds {value!r}, a number with a decimal "
+            "comma or thousands separators, read as text: write numbers with a decimal point "
+            "and no separators (or choose the feature columns with columns)"
+        )
     return InputError(
         f"{path}: line {line}: column {name!r} holds {value!r}, not a number like its other "
         "cells (fix that cell, or choose the feature columns with columns)"
