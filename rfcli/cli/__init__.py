@@ -197,6 +197,8 @@ CLI_PHRASES = [
     ("add normalize_rows or standardize", "add --normalize-rows or --standardize",
      "normalize_rows", None),
     ("(give a numeric gamma)", "(give a numeric --gamma)", "gamma", None),
+    ("use random Fourier features (features='rff')", "use random Fourier features "
+     "(--gp-features rff)", "gp_features", None),
     ("(or drop the plot)", "(or drop --plot)", "plot_path", None),
     ("use model krr", "use --model krr", "model", None),
     ("(or task classification", "(or --task classification", "task", None),

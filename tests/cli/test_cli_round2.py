@@ -347,3 +347,14 @@ def test_a_parquet_file_piped_to_stdin_is_refused_in_one_line(tmp_path):
     err = r.stderr.decode().strip()
     assert r.returncode == 2 and "Traceback" not in err and len(err.splitlines()) == 1
     assert "standard input is a Parquet file, not CSV text" in err
+
+
+def test_gp_on_four_inputs_names_the_flag_for_fourier_features(tmp_path):
+    # the library's hint names its parameter (features='rff'); the command line's the flag
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4))
+    p = tmp_path / "d4.parquet"
+    pq.write_table(pa.table({**{f"x{j}": X[:, j] for j in range(4)}, "y": X[:, 0]}), p)
+    r = invoke("train", p, "--model", "gpr", "--label", "y", "-o", tmp_path / "m.npz")
+    msg = one_line_error(r, "use random Fourier features (--gp-features rff)")
+    assert "features='rff'" not in msg
