@@ -199,6 +199,15 @@ CLI_PHRASES = [
     ("(give a numeric gamma)", "(give a numeric --gamma)", "gamma", None),
     ("use random Fourier features (features='rff')", "use random Fourier features "
      "(--gp-features rff)", "gp_features", None),
+    ("use fewer cv_folds or give the value (C / alpha)", "use fewer --cv-folds or give the "
+     "value (-C / --alpha)", "cv_folds", None),
+    ("use a larger alpha", "use a larger --alpha", "alpha", None),
+    ("use quantizer empirical", "use --quantizer empirical", "quantizer", None),
+    ("raise memory or lower threads", "raise --memory or lower --threads", "memory", None),
+    ("lower row_bytes or raise memory", "lower --row-bytes or raise --memory", "row_bytes",
+     None),
+    ("(standardize or normalize_rows) or lower gamma", "(--standardize or --normalize-rows) "
+     "or lower --gamma", "gamma", None),
     ("(or drop the plot)", "(or drop --plot)", "plot_path", None),
     ("use model krr", "use --model krr", "model", None),
     ("(or task classification", "(or --task classification", "task", None),

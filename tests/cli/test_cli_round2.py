@@ -358,3 +358,12 @@ def test_gp_on_four_inputs_names_the_flag_for_fourier_features(tmp_path):
     r = invoke("train", p, "--model", "gpr", "--label", "y", "-o", tmp_path / "m.npz")
     msg = one_line_error(r, "use random Fourier features (--gp-features rff)")
     assert "features='rff'" not in msg
+
+
+def test_too_few_rows_for_the_folds_names_the_flags(tmp_path):
+    # the library's hint names its parameters (cv_folds, C / alpha); the CLI its flags
+    p = tmp_path / "two.parquet"
+    pq.write_table(pa.table({"x": [0.0, 1.0], "y": [0.5, 1.5]}), p)
+    ok("-q", "encode", p, "--label", "y", "-o", tmp_path / "s.zarr", "-m", "16", "--gamma", "1")
+    r = invoke("train", tmp_path / "s.zarr", "--model", "krr", "-o", tmp_path / "m.npz")
+    one_line_error(r, "use fewer --cv-folds or give the value (-C / --alpha)")
