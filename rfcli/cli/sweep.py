@@ -150,29 +150,33 @@ def sweep_cmd(
             f"(train {row['train_seconds']:.1f} s)"
         )
 
-    results = sweep(
-        train_path,
-        test_path,
-        bits=bit_values,
-        features=feats,
-        quantizers=flatten(quantizers),
-        encode_settings=EncodeSettings(
-            kernel=kernel,
-            gamma=gamma,
-            seed=seed,
-            normalize_rows=normalize_rows,
-            standardize=standardize,
-        ),
-        read=ReadSettings(label=label),
-        train_settings=TrainSettings(
-            model=model, normalized=normalized, C=C, alpha=alpha, seed=seed
-        ),
-        workdir=workdir,
-        keep=keep,
-        on_result=show,
-        threads=threads,
-        progress=ui.progress(),
-    )
+    from rfcli.cli.console import warning_lines
+    from rfcli.errors import ConvergenceWarning, PrecisionWarning
+
+    with warning_lines(ui, ConvergenceWarning, PrecisionWarning):
+        results = sweep(
+            train_path,
+            test_path,
+            bits=bit_values,
+            features=feats,
+            quantizers=flatten(quantizers),
+            encode_settings=EncodeSettings(
+                kernel=kernel,
+                gamma=gamma,
+                seed=seed,
+                normalize_rows=normalize_rows,
+                standardize=standardize,
+            ),
+            read=ReadSettings(label=label),
+            train_settings=TrainSettings(
+                model=model, normalized=normalized, C=C, alpha=alpha, seed=seed
+            ),
+            workdir=workdir,
+            keep=keep,
+            on_result=show,
+            threads=threads,
+            progress=ui.progress(),
+        )
     key = "accuracy" if "accuracy" in results[0] else "mse"
     ui.table(
         None,
