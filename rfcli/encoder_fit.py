@@ -206,6 +206,9 @@ class EncoderFitter:
             standardize=settings.standardize, normalize_rows=settings.normalize_rows
         )
         self.quantizer = build_quantizer(settings, self.fmap)
+        #: columns a float32 map reads with their variation lost to rounding (warned of
+        #: when the encoder is made: float32_precision_notes)
+        self.precision_notes: list[tuple[int, float, float]] = []
         if self.quantizer is not None:
             check_quantizer_fits_map(self.quantizer, self.fmap)  # before any pass
         self._sample: np.ndarray | None = None
@@ -368,7 +371,7 @@ class EncoderFitter:
         return out
 
     def encoder(self, columns: list[str]) -> Encoder:
-        for j, top, std in getattr(self, "precision_notes", ()):
+        for j, top, std in self.precision_notes:
             warnings.warn(
                 f"column {columns[j]!r}: values up to {top:.6g} with a standard deviation of "
                 f"{std:.3g}; the map computes in float32, whose rounding there "

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rfcli.maps.preprocess import merged_moments
+
 
 def kernel_errors(K: np.ndarray, K_hat: np.ndarray) -> dict[str, float]:
     K = np.asarray(K, dtype=np.float64)
@@ -124,7 +126,8 @@ class RegressionAccumulator:
     """Streaming MSE, RMSE and R^2 (float64).  The targets' variance is kept as a count, a
     mean and the sum of squared deviations from it, each chunk's from its own mean and the
     parts combined by Chan, Golub & LeVeque's update ("Algorithms for computing the sample
-    variance", The American Statistician 1983): sums of y and y^2 lose a target's digits
+    variance", The American Statistician 1983; rfcli.maps.preprocess.merged_moments, as the
+    standardization's column statistics): sums of y and y^2 lose a target's digits
     below its offset (y = 1e9 + sin x: the variance 0.44 came out 0 or negative, and R^2
     NaN)."""
 
@@ -137,7 +140,7 @@ class RegressionAccumulator:
     def __add__(self, other: RegressionAccumulator) -> RegressionAccumulator:
         out = RegressionAccumulator()
         out.n, out.sse = self.n + other.n, self.sse + other.sse
-        out.mean, out.m2 = _merged_moments(self.n, self.mean, self.m2, other.n, other.mean,
+        out.mean, out.m2 = merged_moments(self.n, self.mean, self.m2, other.n, other.mean,
                                            other.m2)  # fmt: skip
         return out
 
@@ -148,7 +151,7 @@ class RegressionAccumulator:
         self.sse += float(np.sum((y - pred) ** 2))
         mean = float(y.mean())
         m2 = float(np.sum((y - mean) ** 2))
-        self.mean, self.m2 = _merged_moments(self.n, self.mean, self.m2, len(y), mean, m2)
+        self.mean, self.m2 = merged_moments(self.n, self.mean, self.m2, len(y), mean, m2)
         self.n += len(y)
 
     def result(self) -> dict[str, float]:
@@ -161,16 +164,6 @@ class RegressionAccumulator:
             "rmse": float(np.sqrt(mse)),
             "r2": 1 - mse / var if var > 0 else float("nan"),
         }
-
-
-def _merged_moments(na: int, ma: float, qa: float, nb: int, mb: float, qb: float):
-    """(mean, sum of squared deviations) of two parts' rows from theirs (counts n, means m,
-    sums of squared deviations q)."""
-    n = na + nb
-    if not n:
-        return 0.0, 0.0
-    delta = mb - ma
-    return ma + delta * nb / n, qa + qb + delta * delta * na * nb / n
 
 
 def gaussian_nlpd_sum(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> float:

@@ -190,35 +190,41 @@ class ParquetSource(Source):
         self._groups = {}
 
 
+def _binary_kind(head: bytes) -> tuple[bytes, str] | None:
+    """What binary data the first bytes ``head`` of a CSV input are: (its magic, what it
+    is) for a known format (:data:`rfcli.io.kinds.MAGIC`), (b"", "a binary file") for other
+    bytes holding a NUL; None for text."""
+    for magic, _, what in MAGIC:
+        if head.startswith(magic):
+            return magic, what
+    return (b"", "a binary file") if b"\x00" in head else None
+
+
 def check_text_file(path: str) -> None:
     """Refuse a file given as CSV that is binary: a Parquet file named ``.csv`` would
     otherwise be parsed into column names of binary garbage."""
     head = sniff(path)
     if path.lower().endswith(".gz"):
         return  # compressed CSV: pyarrow decompresses it
-    for magic, _, what in MAGIC:
-        if head.startswith(magic):
-            hint = (
-                "; rename it to end in .parquet or give the format, fmt)"
-                if magic == b"PAR1"
-                else ")"
-            )
-            raise InputError(f"{path}: is {what}, not CSV text (despite its name{hint}")
-    if b"\x00" in head:
+    kind = _binary_kind(head)
+    if kind is None:
+        return
+    magic, what = kind
+    if not magic:
         raise InputError(f"{path}: is a binary file, not CSV text")
+    hint = "; rename it to end in .parquet or give the format, fmt)" if magic == b"PAR1" else ")"
+    raise InputError(f"{path}: is {what}, not CSV text (despite its name{hint}")
 
 
 def check_text_stdin(head: bytes) -> None:
     """Refuse binary standard input, which is read as CSV: a Parquet file piped in (``cat
     data.parquet | rfcli ...``) was parsed as CSV and refused for a line's field count."""
-    for magic, _, what in MAGIC:
-        if head.startswith(magic):
-            raise InputError(
-                f"-: standard input is {what}, not CSV text (stdin is read as CSV: give the "
-                "file's path instead)"
-            )
-    if b"\x00" in head:
-        raise InputError("-: standard input is binary, not CSV text")
+    kind = _binary_kind(head)
+    if kind is not None:
+        raise InputError(
+            f"-: standard input is {kind[1]}, not CSV text (stdin is read as CSV: give the "
+            "file's path instead)"
+        )
 
 
 #: file names read as tab-separated (else comma-separated), compressed or not

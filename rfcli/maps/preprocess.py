@@ -18,6 +18,19 @@ from rfcli.errors import ConfigError
 from rfcli.registry import require
 
 
+def merged_moments(na: int, ma, qa, nb: int, mb, qb):
+    """(mean, sum of squared deviations from it) of two parts' rows, from each part's count
+    n, mean m and sum of squared deviations q (Chan, Golub & LeVeque, "Algorithms for
+    computing the sample variance", The American Statistician 1983): no sums of squares of
+    the values themselves, which lose the digits below an offset.  Scalars or arrays (per
+    column); two empty parts give (0, 0)."""
+    n = na + nb
+    if not n:
+        return ma * 0.0, qa * 0.0
+    delta = mb - ma
+    return ma + delta * (nb / n), qa + qb + delta**2 * (na * nb / n)
+
+
 class ColumnStats:
     """Streaming count, mean and sum of squared deviations per column (float64).
 
@@ -67,11 +80,8 @@ class ColumnStats:
         self._merge_block(nb, mb, m2b)
 
     def _merge_block(self, nb: int, mb: np.ndarray, m2b: np.ndarray) -> None:
-        n = self.n + nb
-        delta = mb - self.mean
-        self.mean = self.mean + delta * (nb / n)
-        self.m2 = self.m2 + m2b + delta**2 * (self.n * nb / n)
-        self.n = n
+        self.mean, self.m2 = merged_moments(self.n, self.mean, self.m2, nb, mb, m2b)
+        self.n += nb
 
     def finish(self) -> ColumnStats:
         self._merge_pending()
