@@ -18,7 +18,7 @@ from rfcli.jobs.gpr_learn import Fit, theta_of, timed
 from rfcli.learn.gpr import trace_tolerance
 from rfcli.learn.gpr_exact import ExactGP, exact_memory_need, max_exact_rows
 from rfcli.learn.gpr_factor import box_weights, feature_rank
-from rfcli.learn.gpr_optimize import fit_hyperparameters
+from rfcli.learn.gpr_optimize import escape, fit_hyperparameters
 from rfcli.threads import one_blas_thread
 
 if TYPE_CHECKING:
@@ -160,6 +160,8 @@ class ExactRoute:
         with timed(self.clock, "exact GP"), one_blas_thread():
             res, history = fit_hyperparameters(gp.terms, box, starts,
                                                progress=self.progress, title=title)  # fmt: skip
+            res, history = escape(gp.terms, lambda th: gp.terms(th, need_grad=False), box, res,
+                                  history, progress=self.progress, title=title)  # fmt: skip
         theta = res.x
         ell = np.exp(theta[1 : 1 + self.n_ell])
         if band and bounds[0, 1] < self.bounds[0, 1] and ell[0] >= bounds[0, 1] * 0.9999:

@@ -10,7 +10,7 @@ from scipy.optimize import minimize
 
 from rfcli.learn.gpr import glf_objective, glf_spectral, lml_and_grad
 from rfcli.learn.gpr_exact import ExactGP
-from rfcli.learn.gpr_optimize import LBFGSB_FTOL, fit_hyperparameters, signal_profile
+from rfcli.learn.gpr_optimize import LBFGSB_FTOL, escape, fit_hyperparameters, signal_profile
 from tests.learn.test_gpr_exact import data, glf_stats
 
 S2_BOUNDS, LAM_BOUNDS = (1e-3, 1e3), (1e-6, 10.0)
@@ -110,3 +110,36 @@ def test_the_fit_reaches_the_full_likelihoods_optimum(case):
     assert -res.fun >= -ref.fun - 10 * LBFGSB_FTOL * abs(ref.fun)
     np.testing.assert_allclose(res.x, ref.x, atol=2e-3)
     assert history[0]["iterations"] == res.nit and res.nit <= ref.nit
+
+
+def _grouped(seed: int, n: int = 160):
+    """Rows whose second input takes 9 values with an effect each (a group's level): the
+    likelihood has a maximum with that input's lengthscale long (the effects taken for
+    noise) and a higher one with it shorter than the levels' spacing."""
+    rng = np.random.default_rng(seed)
+    levels, effect = np.linspace(-1.6, 1.6, 9), 0.5 * rng.normal(size=9)
+    k = rng.integers(0, 9, size=n)
+    X = np.column_stack([rng.uniform(-1.7, 1.7, n), levels[k], rng.uniform(-1.7, 1.7, n)])
+    y = np.sin(1.5 * X[:, 0]) + 0.5 * X[:, 1] + effect[k] + 0.3 * np.sin(X[:, 2])
+    y += 0.3 * rng.normal(size=n)
+    return ExactGP(X, (y - y.mean()) / y.std(), "gaussian", ard=True)
+
+
+@pytest.mark.parametrize("seed", [3, 15])
+def test_the_escape_leaves_a_lower_maximum_for_a_higher_one(seed):
+    gp = _grouped(seed)
+    bounds = [S2_BOUNDS, (0.02, 15.0), (0.02, 15.0), (0.05, 15.0), LAM_BOUNDS]
+    start = np.array([1.0, 1.5, 3.0, 3.0, 0.3])  # long lengthscales: the lower maximum's side
+    res, history = fit_hyperparameters(gp.terms, bounds, [start])
+    assert np.exp(res.x[2]) > 1.5  # L-BFGS-B stays by the long lengthscale
+    value = lambda th: gp.terms(th, need_grad=False)  # noqa: E731
+    out, more = escape(gp.terms, value, bounds, res, history)
+    assert np.exp(out.x[2]) < 0.6  # the levels told apart
+    assert -out.fun > -res.fun + 20.0
+    assert len(more) == len(history) + 1  # one more L-BFGS-B run
+    # the higher maximum is a maximum: L-BFGS-B from it stays there, and the escape finds
+    # nothing past it
+    again, _ = fit_hyperparameters(gp.terms, bounds, [np.exp(out.x)])
+    assert -again.fun == pytest.approx(-out.fun, abs=1e-6 * abs(out.fun))
+    same, hist = escape(gp.terms, value, bounds, again, [])
+    assert same is again and hist == []
