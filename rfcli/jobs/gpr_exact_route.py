@@ -135,23 +135,22 @@ class ExactRoute:
             r = min(n, m)
         return exact < level(float(r))
 
-    def _exact(self, thetas: list[np.ndarray], group: int, ranges: np.ndarray):
+    def _exact(self, thetas: list[np.ndarray], group: int):
         """The exact GP on the rows the first pass kept, L-BFGS-B over the whole bounds from
         ``thetas`` and the later groups' starts (which then stop: :meth:`_refine_all`),
-        where it costs less than the level on ``ranges`` or that level's rule is over the
-        budget (rfcli.learn.gpr_exact).  A series whose bounds start with band steps (at
-        ``ranges``' top, or only below it: a Matern kernel's band is about 2.2x the
-        Gaussian's at a lengthscale) stays within the lengthscales whose steps are band
-        steps (a dense step of many rows would cost more than the levels); when its optimum
-        sits at that limit the levels go on instead (None, and no band route again).  The
-        group's (state, LML, converged, lengthscales), as :meth:`_refine`'s."""
+        where it costs less than the next level or that level's rule is over the budget
+        (rfcli.learn.gpr_exact).  A series whose bounds start with band steps (the band
+        widens with the lengthscale, so also where the level's range ends past it: a Matern
+        kernel's band is about 2.2x the Gaussian's at a lengthscale) stays within the
+        lengthscales whose steps are band steps (a dense step of many rows would cost more
+        than the levels); when its optimum sits at that limit the levels go on instead
+        (None, and no band route again).  The group's (state, LML, converged,
+        lengthscales), as :meth:`_refine`'s."""
         s = self.s
         self._keep_sample_features(None)  # not kept through the exact fit
         gp = self._exact_gp()
         bounds = self.bounds.copy()
-        band = self.band_route and (
-            gp.banded(float(ranges[:, 1].max())) or gp.banded(float(self.bounds[0, 0]))
-        )
+        band = self.band_route and gp.banded(float(self.bounds[0, 0]))
         if band:
             bounds[0, 1] = gp.band_limit(bounds[0, 0], bounds[0, 1])
         box = [s.signal_bounds, *[tuple(b) for b in bounds], s.noise_bounds]

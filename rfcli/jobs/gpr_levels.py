@@ -437,7 +437,7 @@ class Levels(ExactRoute, SampleChecks):
             # the exact GP costs less than a level of the current rule, and so of any finer
             # one: the prior's finer tolerance would not be used (itsadug::eeg: its kernel
             # error checks took 0.8 s of a 1.8 s fit)
-            out = self._exact(thetas, group, ranges)
+            out = self._exact(thetas, group)
             if out is not None:
                 return out
         before_prior = self._tol_for_prior(ranges, starts[0])
@@ -460,13 +460,13 @@ class Levels(ExactRoute, SampleChecks):
                 enc = st = red = spectral = state = None
                 if self._exact_ready():
                     # no rule fits: past a series' band limit, the dense exact GP
-                    out = self._exact(thetas, group, ranges)
-                    return out if out is not None else self._exact(thetas, group, ranges)
+                    out = self._exact(thetas, group)
+                    return out if out is not None else self._exact(thetas, group)
                 raise self._too_large(e, "around the lengthscales the search reached") from None
             noise = _noise(thetas)
             if self._exact_ready() and self._exact_cheaper(fmap, ranges, noise):
                 enc = st = red = spectral = state = None
-                out = self._exact(thetas, group, ranges)
+                out = self._exact(thetas, group)
                 if out is not None:
                     return out
             where = f"level {len(self.levels)}, {len(fmap.w_)} nodes"

@@ -378,8 +378,8 @@ def test_a_series_whose_range_ends_past_the_band_takes_band_steps_below_its_limi
                   settings, {}, {}, rows=n, memory=1 << 34)  # fmt: skip
     lv.xy, lv.n = np.column_stack([x, y]), n
     gp = lv._exact_gp()
-    ranges = np.array([[2.5, 6.0]])
     limit = gp.band_limit(0.05, 100.0)
+    # a level's range of 2.5-6.0 (the start's 3.0 within it) ends past the band's limit
     assert not gp.banded(6.0) and gp.banded(0.05) and limit < 2.5
 
     def dense(*a, **k):
@@ -387,6 +387,6 @@ def test_a_series_whose_range_ends_past_the_band_takes_band_steps_below_its_limi
 
     monkeypatch.setattr(ExactGP, "_parts", dense)
     start = np.array([1.0, 3.0, 0.01])
-    state, lml, converged, ell = lv._exact([start], 0, ranges)
+    state, lml, converged, ell = lv._exact([start], 0)
     assert state[-1]["kind"] == "exact" and ell[0] < 0.99 * limit
     assert "band_limit_reached" not in lv.report
