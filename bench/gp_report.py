@@ -475,7 +475,8 @@ def exact_sklearn(tr, te, ard, bounds, init, kernel="gaussian"):
     """scikit-learn's exact GP of rfcli's model (run in a child process by :func:`dev_row`):
     inputs standardized as rfcli does, y normalized, ConstantKernel x RBF (or Matern of
     rfcli's ``kernel``) + WhiteKernel within rfcli's bounds, from the bounds' geometric
-    centre and from ``init`` (rfcli's optimum, standardized units); the better LML kept."""
+    centre and from ``init`` (rfcli's optimum, standardized units); the better LML kept.
+    ``init`` None: the centre's fit alone (:func:`_turns`)."""
     import warnings
 
     from sklearn.gaussian_process import GaussianProcessRegressor
@@ -490,7 +491,8 @@ def exact_sklearn(tr, te, ard, bounds, init, kernel="gaussian"):
     b = np.asarray(bounds, dtype=float)
     t0 = time.perf_counter()
     best, starts = None, []
-    for s2, ell, lam in ((1.0, np.sqrt(b[:, 0] * b[:, 1]), 0.1), init):
+    centre = (1.0, np.sqrt(b[:, 0] * b[:, 1]), 0.1)
+    for s2, ell, lam in (centre,) if init is None else (centre, init):
         t1 = time.perf_counter()
         ell = np.clip(np.asarray(ell, float), b[:, 0], b[:, 1])
         if not ard:
@@ -538,19 +540,47 @@ def glf_scores(model_path, te):
     return {"mse": float(np.mean((mean - yt) ** 2)), "nlpd": nlpd(yt, mean, std)}
 
 
-def dev_row(name, ard, earlier=None, repeat=1, kernel="gaussian"):
+def _exact_child(tr, te, ard, bounds, init, kernel) -> dict:
+    """:func:`exact_sklearn` in its own process (its time and memory alone)."""
+    code = (
+        "import json, sys; sys.path.insert(0, 'bench'); import gp_report as g; "
+        f"print('EXACT' + json.dumps(g.exact_sklearn({tr!r}, {te!r}, {ard!r}, "
+        f"{bounds!r}, {init!r}, {kernel!r})))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    if p.returncode:
+        raise SystemExit(f"exact GP on {tr} failed:\n{p.stderr}")
+    return json.loads(p.stdout.rsplit("EXACT", 1)[1])
+
+
+def _turns(args, tr, te, ard, bounds, kernel, k: int) -> list[list[float]]:
+    """``k`` turns of rfcli's fit (the CLI ``args``, its own process) then the exact GP's
+    fit from the bounds' centre (its own process): [rfcli s, exact s] per turn.  The two
+    sides alternate, so that a slower or faster phase of a shared machine meets both (the
+    machine here ran the same fit 20-40% slower for minutes at a time)."""
+    out = []
+    for _ in range(k):
+        t, _ = run_cli(*args)
+        out.append([t, _exact_child(tr, te, ard, bounds, None, kernel)["seconds"]])
+    return out
+
+
+def dev_row(name, ard, earlier=None, repeat=1, kernel="gaussian", turns=0):
     """Default rfcli GPR (the CLI, its own process) and the exact GP of the same model;
     ``earlier``: a row of a previous run whose exact GP (same rows, same bounds) is kept;
     ``repeat``: rfcli's fit runs that many times, one process each (the same model every
     time), and its time is their median (every run's kept in ``seconds_runs``); ``kernel``:
-    rfcli's ``--gp-kernel``, and the exact GP's (:data:`KERNELS`)."""
+    rfcli's ``--gp-kernel``, and the exact GP's (:data:`KERNELS`); ``turns``: that many turns
+    of rfcli's fit and the exact GP's one start besides (:func:`_turns`; at n >= 3,000, where
+    the speed bar is)."""
     tr, te = dev_files(name)
     tag = "" if kernel == "gaussian" else f".{kernel}"
     model = os.path.join(DEV_OUT, f"{name}{'.ard' if ard else ''}{tag}.npz")
     args = ["train", tr, "--model", "gpr", "--label", "y", "-o", model, "--overwrite"]
     if kernel != "gaussian":
         args += ["--gp-kernel", kernel]
-    runs = [run_cli(*args, *(["--ard"] if ard else [])) for _ in range(max(1, repeat))]
+    args += ["--ard"] if ard else []
+    runs = [run_cli(*args) for _ in range(max(1, repeat))]
     total, peak = statistics.median(t for t, _ in runs), max(p for _, p in runs)
     _, _, meta = load_model(model)
     info = meta["model"]["info"]
@@ -568,18 +598,12 @@ def dev_row(name, ard, earlier=None, repeat=1, kernel="gaussian"):
         and earlier.get("n") == n
         and earlier.get("kernel", "gaussian") == kernel
     )
-    code = (
-        "import json, sys; sys.path.insert(0, 'bench'); import gp_report as g; "
-        f"print('EXACT' + json.dumps(g.exact_sklearn({tr!r}, {te!r}, {ard!r}, "
-        f"{info['lengthscale_bounds']!r}, {init!r}, {kernel!r})))"
-    )
+    bounds = info["lengthscale_bounds"]
     if same:
         exact = earlier["exact"]
     else:
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-        if p.returncode:
-            raise SystemExit(f"exact GP on {name} failed:\n{p.stderr}")
-        exact = json.loads(p.stdout.rsplit("EXACT", 1)[1])
+        exact = _exact_child(tr, te, ard, bounds, init, kernel)
+    pairs = _turns(args, tr, te, ard, bounds, kernel, turns) if turns and n >= 3000 else []
     return {
         "set": name,
         "ard": ard,
@@ -601,6 +625,7 @@ def dev_row(name, ard, earlier=None, repeat=1, kernel="gaussian"):
         "learn_seconds": info["seconds"],
         "peak_mib": peak,
         "exact": exact,
+        "turns": pairs,
         "load_1min": os.getloadavg()[0],
     }
 
@@ -688,7 +713,8 @@ def dev_section(rows, group: str = "dev", kernel: str = "gaussian") -> list[str]
             f"| {r['set']} | {r['d']} | {r['n']} | {'yes' if r['ard'] else 'no'} | {r['nodes']} "
             f"| {ke} | {ns} | {r['mse']:.4g} | {e['mse']:.4g} | {r['mse'] / e['mse']:.3f} "
             f"| {r['nlpd']:.3f} | {e['nlpd']:.3f} | {r['seconds']:.1f} | {e['seconds']:.1f} "
-            f"| {_one_text(e)} | {_one(e) / r['seconds']:.1f}x | {r['peak_mib']:.0f} "
+            f"| {_one_text(e)} | {_speed(r):.1f}x{'*' if r.get('turns') else ''} "
+            f"| {r['peak_mib']:.0f} "
             f"| {e['peak_mib']:.0f} |"
         )
     for ard, limit in ((False, 1.10), (True, 1.05)):
@@ -696,8 +722,8 @@ def dev_section(rows, group: str = "dev", kernel: str = "gaussian") -> list[str]
         if not sel:
             continue
         ratios = [r["mse"] / r["exact"]["mse"] for r in sel]
-        speed = [_one(r["exact"]) / r["seconds"] for r in sel]
-        big = [_one(r["exact"]) / r["seconds"] for r in sel if r["n"] >= 3000]
+        speed = [_speed(r) for r in sel]
+        big = [_speed(r) for r in sel if r["n"] >= 3000]
         at = (
             f"; at n >= 3,000 ({len(big)} sets) {min(big):.1f}x to {max(big):.1f}x, "
             f"{sum(q >= 10 for q in big)} of {len(big)} at least 10x"
@@ -720,10 +746,32 @@ def dev_section(rows, group: str = "dev", kernel: str = "gaussian") -> list[str]
             )
             + "."
         )
+    turned = [r for r in rows if r.get("turns")]
+    if turned:
+        lines.append(
+            "\n`*`: the speed-up is the median of the ratios of turns in which rfcli's fit and "
+            "the exact GP's one start ran one after the other, each its own process "
+            "(`--turns`; the machine's speed drifts by 20-40% for minutes at a time), wall s "
+            "rfcli / exact: "
+            + "; ".join(
+                f"{r['set']}{' ARD' if r['ard'] else ''} "
+                + ", ".join(f"{a:.2f} / {b:.1f}" for a, b in r["turns"])
+                for r in turned
+            )
+            + "."
+        )
     lines += ["", "Sets:", ""]
     for name, (pkg, item, cols, target, what) in sets.items():
         lines.append(f"- {name}: `{pkg}::{item}`, {target} ~ {', '.join(cols)}; {what}.")
     return lines
+
+
+def _speed(row: dict) -> float:
+    """rfcli's speed-up over one exact GP fit: the median ratio of the turns (:func:`_turns`)
+    where the row has them, else one exact fit's time over rfcli's."""
+    if row.get("turns"):
+        return statistics.median(b / a for a, b in row["turns"])
+    return _one(row["exact"]) / row["seconds"]
 
 
 def _one(exact: dict) -> float:
@@ -788,6 +836,13 @@ def main():
         "bounds match (runs that timed both starts only: one start counted as half)",
     )
     ap.add_argument(
+        "--turns",
+        type=int,
+        default=0,
+        help="--dev: at n >= 3,000, also run this many turns of rfcli's fit and the exact "
+        "GP's one start, one after the other, and report the median ratio as the speed-up",
+    )
+    ap.add_argument(
         "--repeat",
         type=int,
         default=1,
@@ -811,7 +866,9 @@ def main():
                 old += [r for r in earlier if (r["set"], r["ard"]) == (name, ard)]
                 rows = [r for r in rows if (r["set"], r["ard"]) != (name, ard)]
                 rows.append(
-                    dev_row(name, ard, old[0] if old else None, args.repeat, args.gp_kernel)
+                    dev_row(
+                        name, ard, old[0] if old else None, args.repeat, args.gp_kernel, args.turns
+                    )
                 )
                 print(json.dumps(rows[-1]), flush=True)
                 rows.sort(key=lambda r: (list(sets).index(r["set"]), r["ard"]))
