@@ -35,6 +35,7 @@ class SampleChecks:
         self._sample_map: GaussLegendreMap | None = None  # _sample_features' cache
         self._sample_F: np.ndarray | None = None
         self._sample_rank: tuple | None = None  # (map, its features' rank on the sample)
+        self._probe_rank: tuple | None = None  # (map, the rank on the sample's first rows)
 
     def _data_error(self, fmap: GaussLegendreMap, ell: np.ndarray, n: int) -> float:
         """The kernel matrix's quadrature error on the data, in units of the signal variance:

@@ -357,7 +357,40 @@ def test_a_rank_probe_on_the_samples_first_rows_decides_as_the_whole_sample(tmp_
     monkeypatch.setattr(R, "RANK_PROBE", 100)
     ranks.clear()
     more = train_gpr(smooth(560), None, settings, read).report
-    assert more["exact_rows"] == 560 and ranks == [400]
+    assert more["exact_rows"] == 560 and ranks == [R.RANK_PROBE, 400]
+
+
+def test_a_rank_probe_shows_a_level_cheaper_as_the_whole_sample_would(tmp_path, monkeypatch):
+    """The other way round: where a level costs less than the exact GP even at the rank of
+    sample rows / RANK_PROBE probes like the first (a rank is at most the sum of its parts'),
+    the probe decides for the level and the sample's rank is not computed; the routes and
+    the model are those the sample's rank gives (smoother rows than the test above: a rank
+    well short of the probe's rows).  The same scaled proportions."""
+    import rfcli.jobs.gpr_exact_route as R
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 1, (800, 3))
+    y = np.sin(3 * X[:, 0]) + np.cos(2 * X[:, 1]) + X[:, 2] + 0.05 * rng.normal(size=800)
+    cols = {f"x{j}": X[:, j] for j in range(3)}
+    path = str(write_parquet(tmp_path / "smoother.parquet", **cols, y=y))
+    ranks = []
+    rank = R.feature_rank
+    monkeypatch.setattr(R, "feature_rank", lambda V, **kw: ranks.append(len(V)) or rank(V, **kw))
+    monkeypatch.setattr(R, "LEVEL_FLOPS", 0.0)
+    settings, read = GPRSettings(sample_rows=400), ReadSettings(label="y")
+    monkeypatch.setattr(R, "RANK_PROBE", 10**9)  # no probe: the whole sample's rank each time
+    whole = train_gpr(path, None, settings, read).report
+    checks = len(ranks)
+    assert checks >= 2 and ranks == [400] * checks
+    ranks.clear()
+    monkeypatch.setattr(R, "RANK_PROBE", 100)
+    probed = train_gpr(path, None, settings, read).report
+    # every check probed; the sample's rank taken where the probe did not decide, and the
+    # probe decided at least one alone
+    assert ranks.count(100) == checks and 400 in ranks and ranks.count(400) < checks
+    assert [lv["kind"] for lv in probed["levels"]] == [lv["kind"] for lv in whole["levels"]]
+    assert probed["log_marginal_likelihood"] == whole["log_marginal_likelihood"]
+    assert probed["lengthscale"] == whole["lengthscale"]
 
 
 def test_a_series_whose_range_ends_past_the_band_takes_band_steps_below_its_limit(monkeypatch):
