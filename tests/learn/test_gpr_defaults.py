@@ -28,7 +28,7 @@ from rfcli.learn.gpr import (
     lml_and_grad,
     max_gp_nodes,
 )
-from rfcli.learn.gpr_optimize import fit_hyperparameters
+from rfcli.learn.gpr_optimize import GAIN_NATS, fit_hyperparameters
 from rfcli.learn.gpr_search import (
     HI_FACTOR,
     data_bounds,
@@ -507,9 +507,11 @@ def test_levels_stop_when_the_optimum_stops_moving(tmp_path):
     assert lo <= ell / job.F_IN and ell * job.F_IN <= hi
     # a fresh rule around the final optimum (another pass) moves nothing
     again = train(path, lengthscale_bounds=(ell / job.F_OUT, ell * job.F_OUT))
-    assert again["lengthscale"][0] == pytest.approx(ell, rel=1e-3)
+    # (to what L-BFGS-B leaves: each fit stops within GAIN_NATS of the maximum, which lets
+    # the lengthscale move by 1e-3 here)
+    assert again["lengthscale"][0] == pytest.approx(ell, rel=3e-3)
     assert again["log_marginal_likelihood"] == pytest.approx(
-        rep["log_marginal_likelihood"], abs=1e-3
+        rep["log_marginal_likelihood"], abs=2 * GAIN_NATS
     )
 
 
