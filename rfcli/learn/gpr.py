@@ -159,25 +159,29 @@ class GPStats:
     ) -> Reduced:  # fmt: skip
         """:class:`Reduced` of the standardized targets: from the rows (their Gram
         matrix) while they are kept, its features weighed by ``weights``
-        (:meth:`Reduced.from_rows`), else from G (pivoted Cholesky, unweighted: the same
-        weighting of G's factor, through ``diag(w)^1/2 G diag(w)^1/2`` and ``P = P_w
-        diag(w)^-1/2``, was 100x further from the dense likelihood than the unweighted one
-        on a Matern 5/2 ARD test, 2.5e-3 against 1.4e-5 nats, at any threshold: rounding;
-        the weighted rows' factor within 2e-5 nats there, docs/gpr.md).  ``noise``: the
-        noise/signal ratio the learning is expected to reach, which lets the rows' factor
-        stop earlier (:meth:`Reduced.from_rows`)."""
+        (:meth:`Reduced.from_rows`), else from G (pivoted Cholesky of G itself, its
+        candidates ranked and its stop set by the weights:
+        :func:`rfcli.learn.gpr_factor.gram_pivoted_cholesky`; a factor of the weighted
+        ``diag(w)^1/2 G diag(w)^1/2`` with ``P = P_w diag(w)^-1/2`` was 100x further from the
+        dense likelihood than the unweighted one on a Matern 5/2 ARD test, 2.5e-3 against
+        1.4e-5 nats, at any threshold: rounding; the weighted rows' factor within 2e-5 nats
+        there, docs/gpr.md).  ``noise``: the noise/signal ratio the learning is expected to
+        reach, which lets a weighted factor stop earlier (the residual's weighted trace
+        FACTOR_NATS x it)."""
         if self.blocks is None:
             _, _, c, yty = self.standardized()
-            return Reduced(self.sums.G, c, yty, self.n, rel_tol)  # G's upper triangle
+            return Reduced(self.sums.G, c, yty, self.n, rel_tol, weights, noise)  # G's upper
         if self.n < 2:
             raise InputError("GP regression needs at least 2 rows")
         V, ys, _, _ = self._standardized_rows()
         return Reduced.from_rows(V, ys, rel_tol, weights, noise)
 
     def factor_nats(self, theta, red: Reduced, spectral: Spectral) -> float | None:
-        """:func:`factor_nats` of ``red`` made from these rows; None for the sum form."""
+        """:func:`factor_nats` of ``red`` made from these statistics (the rows, or the sums:
+        the same terms through G and c)."""
         if self.blocks is None:
-            return None
+            _, _, c, _ = self.standardized()
+            return factor_nats(theta, red, spectral, sums=(self.sums.G, c))
         V, ys, _, _ = self._standardized_rows()
         return factor_nats(theta, red, spectral, V, ys)
 
@@ -220,11 +224,17 @@ class Reduced:
     2026 (ggplot2::faithfuld's level: the factor step 0.15-0.26 -> 0.12-0.13 s).
     """
 
-    def __init__(self, G: np.ndarray, c: np.ndarray, yty: float, n: int, rel_tol: float = 1e-12):
+    def __init__(
+        self, G: np.ndarray, c: np.ndarray, yty: float, n: int, rel_tol: float = 1e-12,
+        weights: FeatureWeights | None = None, noise: float | None = None,
+    ):  # fmt: skip
         import scipy.linalg as sla
 
         m = len(c)
-        F, r, piv = gram_pivoted_cholesky(G, rel_tol)  # G ~= F F' (G's upper triangle)
+        # G ~= F F' (G's upper triangle); with weights and a noise, stopped as the rows'
+        # factor of the same rows would be (gram_pivoted_cholesky)
+        trace_tol = trace_tolerance(noise) if weights is not None else 0.0
+        F, r, piv, left = gram_pivoted_cholesky(G, rel_tol, weights, trace_tol)
         if not r:  # no signal in the features: rank 0
             self.P, self.z = np.zeros((0, m)), np.zeros(0)
         else:
@@ -233,7 +243,8 @@ class Reduced:
             self.P, self.z = np.ascontiguousarray(F.T), z
         self.zz = float(self.z @ self.z)
         self.yty, self.n, self.r = float(yty), int(n), int(len(self.z))
-        self.trace_left: float | None = None  # unweighted: no estimate (factor_nats)
+        # the residual's weighted trace (factor_nats); unweighted: no estimate
+        self.trace_left: float | None = left if weights is not None else None
 
     @property
     def nbytes(self) -> int:
@@ -413,7 +424,7 @@ def _mean(PD: np.ndarray, cf, red: Reduced) -> np.ndarray:
     return PD.T @ sla.cho_solve(cf, red.z, check_finite=False)
 
 
-def factor_nats(theta, red: Reduced, spectral: Spectral, V: np.ndarray, y: np.ndarray):
+def factor_nats(theta, red: Reduced, spectral: Spectral, V=None, y=None, sums=None):
     """An estimate of the log marginal likelihood that a weighted rows' factor
     (:meth:`Reduced.from_rows` of the rows V, standardized y, its residual's trace t)
     loses at ``theta`` against the kernel of all the features (docs/methods.md, Gaussian-
@@ -423,15 +434,24 @@ def factor_nats(theta, red: Reduced, spectral: Spectral, V: np.ndarray, y: np.nd
     function ``f = V mu_w`` (posterior weight mean) has the part ``g = f - Q Q'f`` off it
     that the data term's residual ``b = y - Q Q'y`` meets (``Q'f = P mu_w``, ``b'g = b'f =
     y'f - z'P mu_w``).  One product with V, by row tiles (the same sums on any number of
-    threads).  None for a factor without weights."""
+    threads); for a factor of summed rows (``sums = (G, c)``, G's upper triangle and
+    ``c = V'y``) the same terms without V: ``f'f = mu_w'G mu_w`` and ``y'f = c'mu_w``.
+    None for a factor without weights."""
     if red.trace_left is None:
         return None
     D, _, lam, cf = _factor(theta, red, spectral)
     mean = _mean(red.P * D, cf, red)
-    f = rows_product(V, mean[None, :])[:, 0]
     Pm = red.P @ mean
-    bg = float(np.sum(y * f)) - float(np.sum(red.z * Pm))
-    gg = max(float(np.sum(f * f)) - float(np.sum(Pm * Pm)), 0.0)
+    if sums is not None:
+        from scipy.linalg.blas import dsymv
+
+        G, c = sums  # G.T: Fortran order, its lower triangle G's upper one (no copy)
+        ff, yf = float(mean @ dsymv(1.0, np.asarray(G).T, mean, lower=1)), float(c @ mean)
+    else:
+        f = rows_product(V, mean[None, :])[:, 0]
+        ff, yf = float(np.sum(f * f)), float(np.sum(y * f))
+    bg = yf - float(np.sum(red.z * Pm))
+    gg = max(ff - float(np.sum(Pm * Pm)), 0.0)
     s2 = float(np.exp(theta[0]))
     return 0.5 * (2 * s2 * red.trace_left / lam + abs(gg - 2 * bg) / lam)
 

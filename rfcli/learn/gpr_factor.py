@@ -120,21 +120,41 @@ def rows_pivoted_cholesky(
     return F, r, max(float(left.sum()), 0.0)
 
 
-def gram_pivoted_cholesky(G: np.ndarray, rel_tol: float):
+def gram_pivoted_cholesky(
+    G: np.ndarray, rel_tol: float, weights: FeatureWeights | None = None, trace_tol: float = 0.0
+):  # fmt: skip
     """The same factor of a symmetric positive semidefinite matrix of which G holds the
     upper triangle (``G = V'V`` of a pass that summed its rows; what lies below the
     diagonal is not read), its threshold ``rel_tol`` x G's largest diagonal entry: (F m x r,
-    rows in their order; r; the pivots in order, ``F[pivots]`` lower triangular).  The
-    candidates' columns are G's own, so a block costs only the residual's
-    product ``F F_c'`` (2 m r c flops, m r^2 in all, on the tile threads), where LAPACK's
-    dpstrf takes about m^2 r on one thread (ggplot2::faithfuld's level, 2,286 features: the
-    fit's factor step 0.15-0.26 -> 0.12-0.13 s, rank 1,202 against dpstrf's 1,189)."""
+    rows in their order; r; the pivots in order, ``F[pivots]`` lower triangular; the
+    residual's weighted trace, below, or 0.0).  The candidates' columns are G's own, so a
+    block costs only the residual's product ``F F_c'`` (2 m r c flops, m r^2 in all, on the
+    tile threads), where LAPACK's dpstrf takes about m^2 r on one thread
+    (ggplot2::faithfuld's level, 2,286 features: the fit's factor step 0.15-0.26 -> 0.12-0.13
+    s, rank 1,202 against dpstrf's 1,189).
+
+    ``weights`` (their envelope w) and ``trace_tol`` > 0: the candidates are the features
+    of the largest weighted residual ``w_k E_kk`` (E the residual G - F F'), and the factor
+    stops once ``sum_k w_k E_kk``, what it leaves of the rows' ``V diag(w) V'`` (the
+    pivoted Cholesky factor of V'V is Gram-Schmidt on V's columns in pivot order: E = R'R
+    for V's part R off the pivots' span, and ``tr(R diag(w) R') = sum_k w_k E_kk``), is at
+    most ``trace_tol``: the rows' factor's rule (:func:`rows_pivoted_cholesky`) for rows
+    that were summed.  The factor itself stays unweighted (the pivots' threshold, the blocks'
+    complete pivoting and the guard as without weights): no division by small weights,
+    which had cost a factor of the weighted G 100x the unweighted factor's distance to the
+    dense likelihood (rfcli.learn.gpr.GPStats.reduced).  ggplot2::faithfuld's level: rank
+    1,202 -> 1,052 for the noise/signal 5e-6 its starts expected."""
     G = np.asarray(G, dtype=np.float64)
     m = len(G)
     d = np.array(np.diag(G)) if m else np.zeros(0)
     if not m or not float(d.max()) > 0:
-        return None, 0, np.zeros(0, dtype=np.intp)
-    return _pivoted_cholesky(d, partial(_upper_columns, G), rel_tol * float(d.max()), m)[:3]
+        return None, 0, np.zeros(0, dtype=np.intp), 0.0
+    w = None if weights is None else _envelope(weights)
+    trace_tol = trace_tol if w is not None else 0.0
+    tol = rel_tol * float(d.max())
+    F, r, piv, left = _pivoted_cholesky(d, partial(_upper_columns, G), tol, m,
+                                        trace_tol, score=w if trace_tol > 0 else None)  # fmt: skip
+    return F, r, piv, (max(float(left @ w), 0.0) if w is not None else 0.0)
 
 
 def _envelope(weights: FeatureWeights) -> np.ndarray:
@@ -155,7 +175,9 @@ def _upper_columns(G: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0, block=None):
+def _pivoted_cholesky(
+    d, columns, tol: float, width: int, trace_tol: float = 0.0, block=None, score=None
+):  # fmt: skip
     """The blocked left-looking pivoted Cholesky factor of W (n x n, its diagonal d) from
     its columns: ``columns(rows)`` gives W's columns of those rows as a new n x k array
     (a block's pivots, or the rows left when the rest is factored at once); ``block(rows)``
@@ -164,8 +186,12 @@ def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0
     ``width`` the most columns the factor can have.  (F n x r, r, the pivots in order, the
     residual diagonal), F None and r 0 when nothing exceeds ``tol``.  ``trace_tol`` > 0:
     it also stops at the first pivot after which the residual's trace is at most that (a
-    block's pivots are taken in order, so its columns up to that pivot are the factor's)."""
+    block's pivots are taken in order, so its columns up to that pivot are the factor's).
+    ``score`` (n,), non-negative: the candidates are the rows of the largest ``score x``
+    residual, and the trace is ``score``'s weighted sum (:func:`gram_pivoted_cholesky`); the
+    threshold, the guard and the blocks' pivoting stay the residual's own."""
     n = len(d)
+    s = None if score is None else np.asarray(score, dtype=np.float64)
     d = np.array(d, dtype=np.float64)  # the residual diagonal
     done = np.zeros(n, dtype=bool)
     # the factor's columns F[:, :r], column-major: a block of new columns fills whole pages
@@ -178,14 +204,14 @@ def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0
         block = lambda rows: columns(rows)[rows]  # noqa: E731
     while True:
         left = np.flatnonzero(~done & (d > tol))
-        if not len(left) or (trace_tol > 0 and float(d.sum()) <= trace_tol):
+        if not len(left) or (trace_tol > 0 and _trace(d, s) <= trace_tol):
             break
-        order = left[np.argsort(-d[left], kind="stable")]
+        order = left[np.argsort(-(d[left] if s is None else d[left] * s[left]), kind="stable")]
         cand = order[:PIVOT_BLOCK]
         if screened + len(cand) > PIVOT_FINISH * n and screened > PIVOT_SPARSE * r:
-            return _finish_factor(columns, F, r, d, done, tol, taken, trace_tol)
+            return _finish_factor(columns, F, r, d, done, tol, taken, trace_tol, s)
         screened += len(cand)
-        rest = d[order[PIVOT_BLOCK]] if len(order) > PIVOT_BLOCK else 0.0
+        rest = float(d[order[PIVOT_BLOCK:]].max()) if len(order) > PIVOT_BLOCK else 0.0
         block_tol = max(tol, PIVOT_GUARD * rest)
         B = block(cand)  # the candidates' block of W, and of its residual
         if r:
@@ -198,7 +224,7 @@ def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0
         R = columns(pivots)  # their residual columns
         if r:
             R -= rows_product(F[:, :r], F[pivots, :r])
-        pivots, new = _within_trace(pivots, _through(Lb, R, pivots), d, trace_tol)
+        pivots, new = _within_trace(pivots, _through(Lb, R, pivots), d, trace_tol, s)
         done[pivots] = True
         taken.append(pivots)
         F, r = _append_columns(F, r, new)
@@ -206,18 +232,24 @@ def _pivoted_cholesky(d, columns, tol: float, width: int, trace_tol: float = 0.0
     return (*_factor(F, r, taken), d)
 
 
-def _within_trace(pivots, new, d, trace_tol: float):
+def _within_trace(pivots, new, d, trace_tol: float, s):
     """A block's pivots and new columns up to the first after which the residual's trace
-    (``sum(d)`` less the new columns' squared norms, in order) is at most ``trace_tol``;
-    all of them when none is (or ``trace_tol`` is 0)."""
+    (``s'd`` less the new columns' squared norms weighted by s, in order) is at most
+    ``trace_tol``; all of them when none is (or ``trace_tol`` is 0)."""
     if trace_tol <= 0 or not len(pivots):
         return pivots, new
-    left = float(d.sum()) - np.cumsum(np.einsum("ij,ij->j", new, new))
+    norms = np.einsum("ij,ij->j", new, new) if s is None else np.einsum("ij,ij,i->j", new, new, s)
+    left = _trace(d, s) - np.cumsum(norms)
     hit = np.flatnonzero(left <= trace_tol)
     if not len(hit):
         return pivots, new
     k = int(hit[0]) + 1
     return pivots[:k], new[:, :k]
+
+
+def _trace(d: np.ndarray, s: np.ndarray | None) -> float:
+    """The residual's trace, weighted by s (None: unweighted)."""
+    return float(d.sum()) if s is None else float(d @ s)
 
 
 def _factor(F, r, taken):
@@ -259,7 +291,7 @@ def _append_columns(F: np.ndarray, r: int, new: np.ndarray) -> tuple[np.ndarray,
     return F, r + k
 
 
-def _finish_factor(columns, F, r, d, done, tol, taken, trace_tol=0.0):
+def _finish_factor(columns, F, r, d, done, tol, taken, trace_tol, s):
     """The rest of :func:`_pivoted_cholesky`'s factor at once: W's columns of the remaining
     rows (``V V_S'`` by row tiles for rows), their residual ``W_SS - F_S F_S'`` factored by
     dpstrf with complete pivoting down to the threshold, the new columns of F from their
@@ -271,7 +303,7 @@ def _finish_factor(columns, F, r, d, done, tol, taken, trace_tol=0.0):
     pivots, Lb = _block_pivots(R[rest], rest, tol)
     if len(pivots):
         new = _through(Lb, R[:, np.searchsorted(rest, pivots)], pivots)
-        pivots, new = _within_trace(pivots, new, d, trace_tol)
+        pivots, new = _within_trace(pivots, new, d, trace_tol, s)
         taken.append(pivots)
         F, r = _append_columns(F, r, new)
         d -= np.einsum("ij,ij->i", new, new)
