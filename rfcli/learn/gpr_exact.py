@@ -41,7 +41,13 @@ from __future__ import annotations
 import numpy as np
 
 from rfcli.learn.gpr_optimize import LMLTerms, lml_and_grad_of
-from rfcli.learn.tiles import ROW_TILE, cholesky_inverse, cholesky_lower, row_spans
+from rfcli.learn.tiles import (
+    ROW_TILE,
+    cholesky_inverse,
+    cholesky_lower,
+    row_spans,
+    triangular_inverse,
+)
 from rfcli.maps.exact import (
     TrainingRowsMap,
     correlation,
@@ -288,8 +294,8 @@ class ExactGP:
         else:
             s2, lam, ell, _, _, L = self._parts(theta)
             alpha = sla.cho_solve((L, True), self.y, check_finite=False)
-            Linv, _ = sla.lapack.dtrtri(L, lower=1)
-            factor = ("inverse", s2 * np.tril(Linv))
+            Linv = triangular_inverse(L)  # by blocks on the tile threads (zeros above)
+            factor = ("inverse", Linv * s2)
         fmap = TrainingRowsMap(kernel=self.kernel, lengthscale=ell if self.ard else ell[:1])
         return fmap.fit_rows(self.X), s2 * alpha, s2, lam, factor
 

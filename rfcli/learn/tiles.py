@@ -205,19 +205,15 @@ def cholesky_lower(K: np.ndarray) -> np.ndarray:
     return A
 
 
-def cholesky_inverse(L: np.ndarray) -> np.ndarray:
-    """``K^-1`` from K's lower Cholesky factor L (:func:`cholesky_lower`), its lower triangle
-    with zeros above the diagonal, as LAPACK's dpotri leaves it beside NumPy's factor:
-    ``X = L^-1`` by block columns (each on one tile thread: ``X_jj = L_jj^-1`` by LAPACK's
-    dtrtri, then ``X_ij = -X_ii sum_{k=j..i-1} L_ik X_kj`` down the column), then
-    ``K^-1 = X'X`` by row tiles of its lower triangle (row block i: ``X[i0:, i0:i1]'
-    X[i0:, :i1]``, X being lower triangular).  About 2 n^3 / 3 flops as dpotri's, on the
-    tile threads; the same numbers on any number of them."""
+def triangular_inverse(L: np.ndarray) -> np.ndarray:
+    """``L^-1`` of a lower triangular L with a nonzero diagonal (zeros above the diagonal):
+    by block columns of CHOL_BLOCK, each on one tile thread, ``X_jj = L_jj^-1`` by LAPACK's
+    dtrtri and ``X_ij = -X_ii sum_{k=j..i-1} L_ik X_kj`` down the column; n^3 / 3 flops as
+    dtrtri's, the same numbers on any number of threads."""
     from scipy.linalg.lapack import dtrtri
 
-    n = len(L)
-    spans = _spans(n, CHOL_BLOCK)
-    X = np.zeros((n, n))
+    spans = _spans(len(L), CHOL_BLOCK)
+    X = np.zeros(L.shape)
     for b in spans:  # the diagonal blocks' inverses (small: LAPACK, holding the GIL)
         X[b, b] = dtrtri(L[b, b], lower=1)[0]
 
@@ -229,6 +225,19 @@ def cholesky_inverse(L: np.ndarray) -> np.ndarray:
             X[bi, bj] = -(X[bi, bi] @ S)
 
     run_tiles(column, range(len(spans)))
+    return X
+
+
+def cholesky_inverse(L: np.ndarray) -> np.ndarray:
+    """``K^-1`` from K's lower Cholesky factor L (:func:`cholesky_lower`), its lower triangle
+    with zeros above the diagonal, as LAPACK's dpotri leaves it beside NumPy's factor:
+    ``X = L^-1`` by block columns (:func:`triangular_inverse`), then
+    ``K^-1 = X'X`` by row tiles of its lower triangle (row block i: ``X[i0:, i0:i1]'
+    X[i0:, :i1]``, X being lower triangular).  About 2 n^3 / 3 flops as dpotri's, on the
+    tile threads; the same numbers on any number of them."""
+    n = len(L)
+    spans = _spans(n, CHOL_BLOCK)
+    X = triangular_inverse(L)
     W = np.empty((n, n))
 
     def rows(t: slice) -> None:

@@ -195,27 +195,29 @@ def _spd(n: int, noise: float, seed: int = 0) -> np.ndarray:
 def test_the_blocked_cholesky_factor_and_inverse_are_lapacks_on_any_number_of_threads(
     n, monkeypatch
 ):
-    """cholesky_lower and cholesky_inverse by blocks of 128 (n below, at and not a multiple
-    of it): LAPACK's factor (dpotrf) and inverse (dpotri) to rounding (1e-12 of the largest
-    entry, at a condition number of about 1e4), zeros above the diagonal, and bit for bit the
-    same on 1, 2 and 5 threads."""
+    """cholesky_lower, cholesky_inverse and triangular_inverse by blocks of 128 (n below, at
+    and not a multiple of it): LAPACK's factor (dpotrf) and inverses (dpotri, dtrtri) to
+    rounding (1e-12 of the largest entry, at a condition number of about 1e4), zeros above
+    the diagonal, and bit for bit the same on 1, 2 and 5 threads."""
     import scipy.linalg as sla
 
     monkeypatch.setattr(tiles, "CHOL_BLOCK", 128)
     K = _spd(n, 1e-3)
     L0 = np.linalg.cholesky(K)
     W0 = np.tril(sla.lapack.dpotri(L0.copy(), lower=1)[0])
+    X0 = np.tril(sla.lapack.dtrtri(L0, lower=1)[0])
     out = []
     for threads in (1, 2, 5):
         with tile_threads(threads):
             L = tiles.cholesky_lower(K.copy())
-            out.append((L, tiles.cholesky_inverse(L)))
-    L, W = out[0]
+            out.append((L, tiles.cholesky_inverse(L), tiles.triangular_inverse(L)))
+    L, W, X = out[0]
     for other in out[1:]:
-        assert np.array_equal(other[0], L) and np.array_equal(other[1], W)
-    assert not np.triu(L, 1).any() and not np.triu(W, 1).any()
+        assert all(np.array_equal(a, b) for a, b in zip(other, out[0], strict=True))
+    assert not np.triu(L, 1).any() and not np.triu(W, 1).any() and not np.triu(X, 1).any()
     assert np.abs(L - L0).max() <= 1e-12 * np.abs(L0).max()
     assert np.abs(W - W0).max() <= 1e-12 * np.abs(W0).max()
+    assert np.abs(X - X0).max() <= 1e-12 * np.abs(X0).max()
 
 
 def test_the_blocked_cholesky_refuses_a_matrix_that_is_not_positive_definite(monkeypatch):
