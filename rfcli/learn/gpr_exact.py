@@ -42,10 +42,10 @@ import numpy as np
 
 from rfcli.learn.gpr_optimize import LMLTerms, lml_and_grad_of
 from rfcli.learn.tiles import (
-    ROW_TILE,
     cholesky_inverse,
     cholesky_lower,
     row_spans,
+    tile_sum,
     triangular_inverse,
 )
 from rfcli.maps.exact import (
@@ -55,11 +55,12 @@ from rfcli.maps.exact import (
     scaled_sum,
     squared_differences,
 )
-from rfcli.threads import run_tiles, tiled
+from rfcli.threads import run_tiles
 
 #: n x n float64 arrays alive during a step besides the d squared-difference arrays
-#: (scaled distances, kernel, factor, inverse, slope, the kernels' temporaries: measured
-#: with tracemalloc, Matern 5/2 peaks at 9 + d, the Gaussian at 7.3 + d)
+#: (scaled distances, kernel, factor, L^-1 and the inverse, the kernels' temporaries:
+#: measured with tracemalloc at 1,500 rows, Matern 5/2 peaks at 8.2, the Gaussian at 5.4,
+#: since the step's elementwise work and gradient go by row tiles; 9 and 7.3 before)
 EXACT_MATRICES = 9
 #: the most rows the exact route takes, whatever the memory (one step at 16,384 rows is
 #: about 1.5e12 flops)
@@ -174,7 +175,7 @@ class ExactGP:
             C[t] = correlation(self.kernel, R2[t])
             np.multiply(C[t], s2, out=K[t])
 
-        run_tiles(part, row_spans(self.n, ROW_TILE))
+        run_tiles(part, row_spans(self.n))
         K[np.diag_indices_from(K)] += lam
         return s2, lam, ell, R2, C, cholesky_lower(K)  # (K becomes L)
 
@@ -227,10 +228,7 @@ class ExactGP:
                 out += [np.vdot(AH, M[t]), np.vdot(WH, M[t])]
             return np.array(out)
 
-        # by row tiles, summed in their order (the same numbers on any number of threads)
-        sums = None
-        for p in tiled(part, row_spans(self.n, ROW_TILE)):
-            sums = p if sums is None else sums + p
+        sums = tile_sum(part, row_spans(self.n))  # by row tiles, in their order
         trace[0] = s2 * (2.0 * sums[0] - w_diag @ np.diag(C))
         for j, (_, f) in enumerate(pairs):
             data[1 + j] = s2 * f * sums[1 + 2 * j]

@@ -50,8 +50,14 @@ def weighted_gram(B: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
 
     r, m = B.shape
     size = COL_TILE if r <= WIDE_GRAM else max(1, -(-m // 2))
+    return tile_sum(part, _spans(m, size))
+
+
+def tile_sum(fn, tiles) -> np.ndarray:
+    """The sum of ``fn(tile)`` (new arrays of one shape) over the tiles, added in tile
+    order into the first (the same numbers on any number of threads)."""
     out = None
-    for p in tiled(part, _spans(m, size)):
+    for p in tiled(fn, tiles):
         if out is None:
             out = p
         else:
