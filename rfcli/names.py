@@ -20,3 +20,5 @@ TARGET_NAMES = ("relu", "abs", "cos", "sin", "erf", "tanh")
 DESIGNABLE = ("lm", "lm2", "stoc", "uniform", "sign")
 #: every quantizer kind encode takes
 QUANTIZER_KINDS = (*DESIGNABLE, "binary", "ternary", "trits", "empirical", "none")
+#: the bit widths ``-b auto`` compares, those the quantizer takes (rfcli.learn.bits_choice)
+BIT_CANDIDATES = (1, 2, 3, 4, 8)

@@ -344,7 +344,7 @@ def _check_given(ctx: click.Context, like, o: dict) -> None:
 def _check_auto_bits(o: dict) -> None:
     """``-b auto``: a quantizer with a bit width to choose, a budget and a label."""
     from rfcli.jobs.encode import AUTO_BITS_KINDS
-    from rfcli.learn.bits_choice import BIT_CANDIDATES
+    from rfcli.names import BIT_CANDIDATES
 
     q = o["quantizer"]
     if o["quantizer_file"]:

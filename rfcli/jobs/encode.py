@@ -46,8 +46,7 @@ from rfcli.io.readers import (
 )
 from rfcli.io.sources import Source
 from rfcli.io.store import FeatureStore, StoreWriter, partial_path, prepare_output
-from rfcli.learn.bits_choice import BIT_CANDIDATES
-from rfcli.names import BANDWIDTH_KERNELS, KERNELS, QUANTIZER_KINDS
+from rfcli.names import BANDWIDTH_KERNELS, BIT_CANDIDATES, KERNELS, QUANTIZER_KINDS
 from rfcli.progress import NullProgress, Progress
 
 #: kernels whose map needs a data box (the Gauss-Legendre map: its rule covers the box)
@@ -594,21 +593,22 @@ def default_train_fits(memory: int | None, store_chunk_rows: int | None):
     (None: the machine's physical memory, as ``train`` without ``memory``), else why not.
     The need is ``train``'s own estimate (:func:`rfcli.learn.footprint.learner_need`), which
     refuses the same store."""
-    from rfcli.learn.footprint import CV_FOLDS, learner_need, svm_columns, train_chunk_rows
     from rfcli.memory import human, physical_memory
 
     budget = physical_memory() if memory is None else memory
-    folds = CV_FOLDS
     where = "the memory budget" if memory is not None else "this machine's memory"
 
     def fits(m: int, task: str, k: int, rows: int | None) -> str | None:
+        # (only -b auto asks: an encode of given bits loads no learner's module)
+        from rfcli.learn.footprint import CV_FOLDS, learner_need, svm_columns, train_chunk_rows
+
         model = "svm" if task == "classification" else "krr"
         # the default store chunk (None): train reads at most 8192 rows a chunk anyway
         chunk = train_chunk_rows(store_chunk_rows or 8192, m, budget)
         pairwise = False
         if model == "svm":  # train's default scheme on these rows (k: classes, or 1 for two)
             k, pairwise = svm_columns(max(k, 2), "auto", rows, m)
-        need = learner_need(model, m, k, folds, rows=rows, chunk_rows=chunk, pairwise=pairwise)
+        need = learner_need(model, m, k, CV_FOLDS, rows=rows, chunk_rows=chunk, pairwise=pairwise)
         if need <= budget:
             return None
         return (

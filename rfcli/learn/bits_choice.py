@@ -57,10 +57,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rfcli.errors import UsageError
+from rfcli.names import BIT_CANDIDATES
 from rfcli.threads import one_blas_thread
 
-#: the bit widths compared (those the quantizer takes)
-BIT_CANDIDATES = (1, 2, 3, 4, 8)
 #: features a candidate is scored at, at most (and at a half and a quarter of it)
 CHOICE_FEATURES = 512
 #: the slowest decay m^-a of a score's gain with the features (:func:`decay_exponent`)

@@ -82,10 +82,12 @@ def test_an_encode_imports_only_the_components_it_runs(tmp_path):
     src = tmp_path / "x.csv"
     np.savetxt(src, np.random.default_rng(0).normal(size=(50, 3)), delimiter=",",
                header="a,b,c", comments="")  # fmt: skip
-    # the default gamma (the median heuristic) and a given one
+    # the default gamma (the median heuristic) and a given one; no learner's module either
+    # (only -b auto sizes the default train: rfcli.learn.footprint)
+    watch = (*OTHER_COMPONENTS, "rfcli.learn.linear", "rfcli.learn.footprint", "scipy")
     for i, more in enumerate([(), ("--gamma", "1")]):
         args = ("encode", str(src), "-o", str(tmp_path / f"s{i}.zarr"), "-m", "8", *more)
-        assert _modules_after(*args, watch=OTHER_COMPONENTS) == set()
+        assert _modules_after(*args, watch=watch) == set()
     # ...and one that needs another map loads its module
     args2 = ("encode", str(src), "-o", str(tmp_path / "t.zarr"), "-m", "8", "--kernel", "arccos0")
     assert "rfcli.maps.arccos" in _modules_after(*args2, watch=OTHER_COMPONENTS)
