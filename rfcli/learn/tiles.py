@@ -205,10 +205,15 @@ def cholesky_lower(K: np.ndarray) -> np.ndarray:
             A[k1 + t.start : k1 + t.stop, k1 : k1 + t.stop] -= P[t] @ P[: t.stop].T
 
         run_tiles(update, _spans(n - k1, CHOL_BLOCK))
-    for t in _spans(n, CHOL_BLOCK):  # zeros above the diagonal
-        A[t, t.stop :] = 0.0
-        A[t, t] = np.tril(A[t, t])
+    for t in _spans(n, CHOL_BLOCK):
+        _zero_above(A, t)
     return A
+
+
+def _zero_above(A: np.ndarray, t: slice) -> None:
+    """Zeros above the diagonal in the rows ``t`` of the square A."""
+    A[t, t.stop :] = 0.0
+    A[t, t] = np.tril(A[t, t])
 
 
 def triangular_inverse(L: np.ndarray) -> np.ndarray:
@@ -248,8 +253,7 @@ def cholesky_inverse(L: np.ndarray) -> np.ndarray:
 
     def rows(t: slice) -> None:
         W[t, : t.stop] = X[t.start :, t].T @ X[t.start :, : t.stop]
-        W[t, t.stop :] = 0.0
-        W[t, t] = np.tril(W[t, t])
+        _zero_above(W, t)
 
     run_tiles(rows, spans)
     return W
