@@ -74,6 +74,8 @@ DEV = {
                  "tree-ring widths by year, 6000 BC to 1979: noisy 1-D"),
     "diamonds": ("ggplot2", "diamonds", ["carat", "depth", "table"], "price",
                  "diamond prices by weight, depth and table: noisy 3-D, heteroscedastic"),
+    "txhousing": ("ggplot2", "txhousing", ["date", "listings"], "median",
+                  "Texas median house prices by date and listings: noisy 2-D"),
 }  # fmt: skip
 #: check sets (``--check``): real low-dimensional sets chosen after the defaults were set and
 #: never used to develop them (rfcli was first run on them on 5 December 2026, as it stood):
@@ -86,8 +88,8 @@ CHECK = {
             "wages by years of education and experience (integers): noisy 2-D, heavy tail"),
     "sunspots": ("datasets", "sunspot.month", ["time"], "value",
                  "monthly sunspot numbers, 1749-2013: noisy 1-D, quasi-periodic"),
-    "txhousing": ("ggplot2", "txhousing", ["date", "listings"], "median",
-                  "Texas median house prices by date and listings: noisy 2-D"),
+    "slid": ("carData", "SLID", ["age", "education"], "wages",
+             "Ontario hourly wages by age and years of education: noisy 2-D"),
     "cigar": ("Ecdat", "Cigar", ["year", "price"], "sales",
               "US cigarette sales per capita by year and price: noisy 2-D"),
 }  # fmt: skip

@@ -443,12 +443,20 @@ def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | 
             u = max(trio[0][0] - step, lo)
             trio = [(u, f(u)), *trio[:2]]
             if u == lo and trio[0][1] >= trio[1][1]:
-                return lo  # still rising at the range's end: the maximum is there
+                # the range's end is the highest: still rising there, the maximum is there,
+                # unless the step jumped over it (a point just inside the end is higher)
+                v = lo + min(PROFILE_STEP, (trio[1][0] - lo) / 2)
+                if f(v) <= trio[0][1]:
+                    return lo
+                trio = [trio[0], (v, f(v)), trio[1]]
         else:
             u = min(trio[2][0] + step, hi)
             trio = [*trio[1:], (u, f(u))]
             if u == hi and trio[2][1] >= trio[1][1]:
-                return hi
+                v = hi - min(PROFILE_STEP, (hi - trio[1][0]) / 2)
+                if f(v) <= trio[2][1]:
+                    return hi
+                trio = [trio[1], (v, f(v)), trio[2]]
     moves = [np.inf, np.inf]
     for _ in range(100):
         (x1, f1), (x2, f2), (x3, f3) = trio

@@ -689,6 +689,40 @@ def test_levels_reach_the_sample_scans_best_point_at_once(tmp_path):
     assert second["lengthscale_range"][0][0] <= best * 1.0001
 
 
+def test_a_long_reach_is_cut_to_the_nodes_the_walk_may_grow_by():
+    """An optimum on its lower edge again and again: the next range reaches F_OUT^hits beyond
+    it, cut down (by sqrt(F_OUT) a step, to F_OUT at least) until its rule has at most
+    REACH_GROWTH x the current level's nodes; the upper edge and the other input stay."""
+    from types import SimpleNamespace
+
+    from rfcli.jobs.gpr_levels import F_OUT, REACH_GROWTH, Levels
+
+    lv = Levels.__new__(Levels)
+    lv.bounds = np.array([[0.001, 10.0], [0.001, 10.0]])
+
+    def fake_map(ranges):  # nodes grow as (1 / the smallest lengthscale)^2
+        return SimpleNamespace(w_=np.zeros(int(100 / (ranges[0, 0] * ranges[1, 0]))))
+
+    lv._map = fake_map
+    ell, nxt = np.array([0.3, 1.0]), np.array([[0.2, 0.45], [0.5, 1.5]])
+    lo_hit, hi_hit = np.array([True, False]), np.array([False, False])
+    nodes = len(fake_map(nxt).w_)
+    far = lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, nodes)
+    reach = ell[0] / far[0, 0]
+    assert len(fake_map(far).w_) <= REACH_GROWTH * nodes
+    assert len(fake_map(np.array([[ell[0] / (reach * F_OUT**0.5), 0.45], [0.5, 1.5]])).w_) > (
+        REACH_GROWTH * nodes
+    )  # the next longer step would be too many nodes
+    assert F_OUT < reach < F_OUT**4
+    np.testing.assert_array_equal(far[:, 1], nxt[:, 1])
+    np.testing.assert_array_equal(far[1], nxt[1])
+    # a growth the budget allows: the whole reach; one no reach allows: F_OUT, no less
+    assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**2, 10**6)[0, 0] == pytest.approx(
+        ell[0] / F_OUT**2
+    )
+    assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, 1)[0, 0] == pytest.approx(ell[0] / F_OUT)
+
+
 def test_gauss_legendre_rules_match_numpys_and_integrate_exactly():
     from rfcli.maps.glf_rules import _leggauss
 
@@ -932,6 +966,24 @@ def test_profile_maximum_from_a_start_walks_to_the_maximum_and_narrows_on_it():
         best, _ = profile_maximum(lambda e: (-abs(np.log(e[0]) - peak), 0.0, 0.0), 0.05, 20.0,
                                   start=np.exp(peak + off))  # fmt: skip
         assert np.log(best["ell"][0]) == pytest.approx(peak, abs=2e-4)
+
+
+@pytest.mark.parametrize("side", [-1, 1])
+def test_profile_maximum_finds_a_maximum_its_doubling_steps_jumped_over_to_the_end(side):
+    """The uphill walk's doubling step lands on the range's end, higher than the points it
+    came from, though the maximum lies between them (ggplot2::txhousing: a level over
+    [0.184, 0.508] from 0.338 returned its end 0.184 for a maximum at 0.211, and the walk
+    ran a level more): a point just inside the end decides; an end still rising is kept."""
+    peak = side * 0.9  # log lengthscale; the range's end at +-1, the start at 0
+
+    def evaluate(ell):
+        return float(-((np.log(ell[0]) - peak) ** 2)), 0.0, 0.0
+
+    lo, hi = np.exp(-1.0), np.exp(1.0)
+    best, _ = profile_maximum(evaluate, lo, hi, start=1.0)
+    assert np.log(best["ell"][0]) == pytest.approx(peak, abs=2e-4)
+    rising = profile_maximum(lambda e: (side * float(np.log(e[0])), 0.0, 0.0), lo, hi, start=1.0)
+    assert rising[0]["ell"][0] == (hi if side > 0 else lo)
 
 
 def test_profile_maximum_keeps_its_start_on_a_flat_likelihood_and_ends_exact():
