@@ -727,7 +727,8 @@ def dev_section(rows, group: str = "dev", kernel: str = "gaussian") -> list[str]
         speed = [_speed(r) for r in sel]
         big = [_speed(r) for r in sel if r["n"] >= 3000]
         at = (
-            f"; at n >= 3,000 ({len(big)} sets) {min(big):.1f}x to {max(big):.1f}x, "
+            f"; at n >= 3,000 ({len(big)} set{'s' if len(big) > 1 else ''}) {min(big):.1f}x "
+            f"to {max(big):.1f}x, "
             f"{sum(q >= 10 for q in big)} of {len(big)} at least 10x"
             if big
             else ""
@@ -873,6 +874,8 @@ def main():
                     )
                 )
                 print(json.dumps(rows[-1]), flush=True)
+                # a set moved to another group (a check set tuned on goes to DEV) leaves
+                rows = [r for r in rows if r["set"] in sets]
                 rows.sort(key=lambda r: (list(sets).index(r["set"]), r["ard"]))
                 with open(saved, "w") as f:
                     json.dump(rows, f, indent=2)

@@ -162,8 +162,9 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     the packed bytes as new files (one per store chunk, in a new directory, as a new store
     is written; the directory is removed between the repetitions, untimed).  The cosine
     and its comparisons, which the encode no longer computes, are timed beside the floor
-    (``cosine``), not in it.  ``compute_at_once``: the per-block steps on ``cores`` threads
-    at once (:func:`at_once`), the floor of those steps on these cores as measured."""
+    (``cosine``), not in it.  Beside it, not in it: ``compute_at_once``, the per-block steps
+    chained on ``cores`` threads at once (:func:`at_once`), what these cores deliver for that
+    work; ``compute_chained``, the same on one thread (what chaining the steps costs)."""
     import pyarrow.parquet as pq
 
     from rfcli.encoder import BLOCK_ROWS
@@ -224,38 +225,48 @@ def encode_floor(path: str, label: str, m: int, bits: int, gamma: float, work: s
     steps = {k: min(v) for k, v in times.items()}
     medians = {k: statistics.median(v) for k, v in times.items()}
     together = at_once(blocks, fmap, q, bits, cores, reps)
+    chained = at_once(blocks, fmap, q, bits, 1, reps)
     return {"rows": n, "d": d, "reps": reps, "steps": steps, "sum": sum(steps.values()),
             "steps_median": medians, "sum_median": sum(medians.values()),
             "cosine": {"least": min(cosine), "median": statistics.median(cosine)},
             "compute_at_once": {"cores": cores, "least": min(together),
-                                "median": statistics.median(together)}}  # fmt: skip
+                                "median": statistics.median(together)},
+            "compute_chained": {"least": min(chained), "median": statistics.median(chained)}}  # fmt: skip
 
 
 def at_once(blocks, fmap, q, bits: int, cores: int, reps: int) -> list[float]:
-    """The wall times of the floor's per-block steps (speed_doc.COMPUTE_STEPS) on ``cores``
-    threads at once, each thread on every cores-th block with its own arrays and one BLAS
-    thread: what the cores deliver for this work together, where the floor's sum / cores
-    assumes each adds a whole core (on this VM two threads give about 1.6x one)."""
+    """The wall times of the floor's per-block steps (speed_doc.COMPUTE_STEPS) chained block
+    after block on ``cores`` threads at once, each with its own arrays, taking the next
+    block as it frees (as the encode's workers take chunks), BLAS held at one thread by the
+    caller for the whole measurement: what the cores deliver for this work together, where
+    the floor's sum / cores assumes each adds a whole core (on this VM two threads gave
+    1.39-1.8x one over a day).  With ``cores`` 1 it is the steps chained on one core, which
+    take longer than their separately timed sum (each step alone reuses one block's inputs,
+    in cache)."""
     import threading
 
     from rfcli.quantize import pack_codes
     from rfcli.threads import one_blas_thread
 
     errors: list[BaseException] = []
-
-    def work(part):
-        try:
-            with one_blas_thread():
-                for b in part:
-                    codes = q._phase_coder.codes(fmap.transform_turns(b))
-                    q._row_norms(codes, pack_codes(codes, bits))
-        except BaseException as e:  # re-raised by run(): a failed thread is no timing
-            errors.append(e)
-
     cores = max(1, min(cores, len(blocks)))
 
     def run():
-        threads = [threading.Thread(target=work, args=(blocks[i::cores],)) for i in range(cores)]
+        lock, nxt = threading.Lock(), iter(blocks)
+
+        def work():
+            try:
+                while True:
+                    with lock:
+                        b = next(nxt, None)
+                    if b is None:
+                        return
+                    codes = q._phase_coder.codes(fmap.transform_turns(b))
+                    q._row_norms(codes, pack_codes(codes, bits))
+            except BaseException as e:  # re-raised below: a failed thread is no timing
+                errors.append(e)
+
+        threads = [threading.Thread(target=work) for _ in range(cores)]
         t0 = time.perf_counter()
         for th in threads:
             th.start()
@@ -265,8 +276,9 @@ def at_once(blocks, fmap, q, bits: int, cores: int, reps: int) -> list[float]:
             raise errors[0]
         return time.perf_counter() - t0
 
-    run()  # each thread's arrays and BLAS state warmed once
-    return [run() for _ in range(reps)]
+    with one_blas_thread():
+        run()  # the code paths, the allocator's arenas and the BLAS state warmed once
+        return [run() for _ in range(reps)]
 
 
 def encode_section(path: str, label: str, work: str, m: int = 2048, bits: int = 2,
