@@ -86,9 +86,10 @@ F_FINAL = 1.05
 F_NOISE = 1.3
 #: a new level is run when its rule would have fewer than SHRINK x the current nodes
 SHRINK = 0.8
-#: a level reaching beyond an edge hit again and again has at most REACH_GROWTH x the nodes
-#: of the level before it (Levels._reach): the walk's cost grows geometrically, each level
-#: at most this much dearer, and the level that finds the optimum overshoots it at most so
+#: a level reaching down beyond a lower edge hit again and again has at most REACH_GROWTH x
+#: the nodes of the level before it at the same tolerance (Levels._reach; not the reach to
+#: the sample scan's best point, nor a rule refined for the noise): the walk's cost grows
+#: geometrically, and the level that finds the optimum overshoots it at most so
 REACH_GROWTH = 2.5
 #: starts whose trust regions fit in a factor GROUP_RATIO share a rule; groups refined apart
 GROUP_RATIO, MAX_GROUPS = 6.0, 2
@@ -504,7 +505,7 @@ class Levels(ExactRoute, SampleChecks):
                 return state, level["lml"], joined[0], ell
             nxt = self._trust([ell])
             # an optimum on its range's edge again and again (lengthscales running to a bound
-            # level after level): the next range reaches F_OUT^hits beyond it
+            # level after level): the next range reaches up to F_OUT^hits beyond it (_reach)
             lo_hit = (ell <= ranges[:, 0] * 1.0001) & (ranges[:, 0] > self.bounds[:, 0] * 1.0001)
             hi_hit = (ell >= ranges[:, 1] * 0.9999) & (ranges[:, 1] < self.bounds[:, 1] * 0.9999)
             hits = hits + 1 if np.any(lo_hit | hi_hit) else 0
@@ -566,18 +567,19 @@ class Levels(ExactRoute, SampleChecks):
             ranges, thetas = nxt, [np.exp(theta)]
 
     def _reach(self, nxt, ell, lo_hit, hi_hit, reach: float, nodes: int) -> np.ndarray:
-        """``nxt`` reaching a factor ``reach`` beyond ``ell`` on the edges it hit, or less: the
-        longest reach (down by sqrt(F_OUT) a step, F_OUT at least) whose rule has at most
-        REACH_GROWTH x the current level's ``nodes``.  A rule's nodes grow about as
-        (1 / its smallest lengthscale)^d: an unbounded reach overshoots at that cost
+        """``nxt`` reaching a factor ``reach`` beyond ``ell`` on the edges it hit: on upper
+        edges all of it, on lower edges the longest reach (down by sqrt(F_OUT) a step,
+        F_OUT at least) whose rule, at the current tolerance, has at most REACH_GROWTH x
+        the current level's ``nodes``.  A rule's nodes grow about as (1 / its smallest
+        lengthscale)^d, so a reach down overshoots at that cost, a reach up at little
         (ggplot2::txhousing, 2-D: a reach of 3.4 to 0.10 for an optimum at 0.21 took a level
         of 7,183 nodes, 5.7 of the fit's 10.2 s, and a level of 2,978 nodes around the
         optimum after it)."""
+        far = nxt.copy()
+        far[:, 1] = np.where(hi_hit, np.minimum(ell * reach, self.bounds[:, 1]), nxt[:, 1])
         while True:
-            far = nxt.copy()
             far[:, 0] = np.where(lo_hit, np.maximum(ell / reach, self.bounds[:, 0]), nxt[:, 0])
-            far[:, 1] = np.where(hi_hit, np.minimum(ell * reach, self.bounds[:, 1]), nxt[:, 1])
-            if reach <= F_OUT:
+            if reach <= F_OUT or not np.any(lo_hit):
                 return far
             try:
                 if len(self._map(far).w_) <= REACH_GROWTH * nodes:

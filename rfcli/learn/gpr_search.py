@@ -416,22 +416,24 @@ PROFILE_CONVERGED = 100 * PROFILE_XATOL
 
 
 def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | None:
-    """The maximum of ``f`` near ``u0`` by successive parabolic interpolation.  u0 and
-    its neighbours at +-PROFILE_STEP bracket it when u0 is the highest of them; where a
+    """The maximum of ``f`` near ``u0`` by successive parabolic interpolation. u0 and its
+    neighbours at +-PROFILE_STEP bracket it when u0 is the highest of them; where a
     neighbour is higher, steps go on uphill, each twice the last, until the middle point is
     the highest, or to the range's end (``lo`` or ``hi`` itself, returned when it is the
-    highest).  Then the vertex of the parabola through the bracket's three points is
-    evaluated and the bracket narrowed to the best three around the best, until the vertex
-    moves less than PROFILE_XATOL from the best point after a step below
-    PROFILE_CONVERGED, or the bracket is narrower than 2 PROFILE_XATOL.  A golden-section
-    step replaces the vertex where it falls outside the bracket, sits on the best point
-    before the steps converged, or would move at least half as far as the step before last
-    (Brent's safeguard).  None where u0's neighbours leave the range (Brent's search over it
-    then).  Near a smooth maximum each vertex about squares the error: DAAG::edcT's level,
-    7 evaluations where Brent's bounded search over the level's range (golden section with
-    parabolic steps, which starts from the range's golden point, not from the start) took
-    11; ggplot2::diamonds, whose start lies a factor 1.17 above the maximum, 8 where it took
-    9."""
+    highest and a point min(PROFILE_STEP, half the gap) inside it is not higher: else that
+    point is the middle of a bracket whose maximum the step jumped over; a maximum between
+    the end and that point is left to the end). Then the vertex of the parabola through the
+    bracket's three points is evaluated and the bracket narrowed to the best three around
+    the best, until the vertex moves less than PROFILE_XATOL from the best point after a
+    step below PROFILE_CONVERGED, or the bracket is narrower than 2 PROFILE_XATOL. A
+    golden-section step replaces the vertex where it falls outside the bracket, sits on the
+    best point before the steps converged, or would move at least half as far as the step
+    before last (Brent's safeguard). None where u0's neighbours leave the range (Brent's
+    search over it then). Near a smooth maximum each vertex about squares the error:
+    DAAG::edcT's level, 7 evaluations where Brent's bounded search over the level's range
+    (golden section with parabolic steps, which starts from the range's golden point, not
+    from the start) took 11; ggplot2::diamonds, whose start lies a factor 1.17 above the
+    maximum, 8 where it took 9."""
     a, b = u0 - PROFILE_STEP, u0 + PROFILE_STEP
     if not lo < a < b < hi:
         return None
@@ -446,17 +448,19 @@ def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | 
                 # the range's end is the highest: still rising there, the maximum is there,
                 # unless the step jumped over it (a point just inside the end is higher)
                 v = lo + min(PROFILE_STEP, (trio[1][0] - lo) / 2)
-                if f(v) <= trio[0][1]:
+                fv = f(v)
+                if fv <= trio[0][1]:
                     return lo
-                trio = [trio[0], (v, f(v)), trio[1]]
+                trio = [trio[0], (v, fv), trio[1]]
         else:
             u = min(trio[2][0] + step, hi)
             trio = [*trio[1:], (u, f(u))]
             if u == hi and trio[2][1] >= trio[1][1]:
                 v = hi - min(PROFILE_STEP, (hi - trio[1][0]) / 2)
-                if f(v) <= trio[2][1]:
+                fv = f(v)
+                if fv <= trio[2][1]:
                     return hi
-                trio = [trio[1], (v, f(v)), trio[2]]
+                trio = [trio[1], (v, fv), trio[2]]
     moves = [np.inf, np.inf]
     for _ in range(100):
         (x1, f1), (x2, f2), (x3, f3) = trio
