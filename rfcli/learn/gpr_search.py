@@ -516,8 +516,6 @@ def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | Non
     than L-BFGS-B's relative stop (on a flat likelihood the points wander; L-BFGS-B would
     not leave its start).  Returns (the point {ell, lml, log_s2, log_lam}, the
     evaluations)."""
-    from scipy.optimize import minimize_scalar
-
     seen: dict[float, dict] = {}
     exact: dict[float, float] = {}  # log lengthscales evaluated at their lengthscale exactly
     progress = progress or NullProgress()
@@ -544,6 +542,8 @@ def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | Non
             first = at(float(np.log(s0)))
             top = _parabolic_maximum(lambda u: at(u)["lml"], float(np.log(s0)), *ends)
         if top is None:
+            from scipy.optimize import minimize_scalar  # lazily: a start's search needs none
+
             res = minimize_scalar(lambda u: -at(float(u))["lml"], bounds=ends, method="bounded",
                                   options={"xatol": PROFILE_XATOL})  # fmt: skip
             top = float(res.x)
