@@ -705,10 +705,11 @@ def test_a_long_reach_is_cut_to_the_nodes_the_walk_may_grow_by():
         return SimpleNamespace(w_=np.zeros(int(100 / (ranges[0, 0] * ranges[1, 0]))))
 
     lv._map = fake_map
+    lv._exact_ready = lambda: False
     ell, nxt = np.array([0.3, 1.0]), np.array([[0.2, 0.45], [0.5, 1.5]])
     lo_hit, hi_hit = np.array([True, False]), np.array([False, False])
     nodes = len(fake_map(nxt).w_)
-    far = lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, nodes)
+    far = lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, nodes, 0.1)
     reach = ell[0] / far[0, 0]
     assert len(fake_map(far).w_) <= REACH_GROWTH * nodes
     assert len(fake_map(np.array([[ell[0] / (reach * F_OUT**0.5), 0.45], [0.5, 1.5]])).w_) > (
@@ -718,14 +719,25 @@ def test_a_long_reach_is_cut_to_the_nodes_the_walk_may_grow_by():
     np.testing.assert_array_equal(far[:, 1], nxt[:, 1])
     np.testing.assert_array_equal(far[1], nxt[1])
     # an upper edge hit as well (the other input): it reaches all the way up, at no cut
-    both = lv._reach(nxt, ell, lo_hit, np.array([False, True]), F_OUT**4, nodes)
+    both = lv._reach(nxt, ell, lo_hit, np.array([False, True]), F_OUT**4, nodes, 0.1)
     np.testing.assert_array_equal(both[0], far[0])
     assert both[1, 1] == pytest.approx(ell[1] * F_OUT**4)
     # a growth the budget allows: the whole reach; one no reach allows: F_OUT, no less
-    assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**2, 10**6)[0, 0] == pytest.approx(
+    assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**2, 10**6, 0.1)[0, 0] == pytest.approx(
         ell[0] / F_OUT**2
     )
-    assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, 1)[0, 0] == pytest.approx(ell[0] / F_OUT)
+    assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, 1, 0.1)[0, 0] == pytest.approx(
+        ell[0] / F_OUT
+    )
+    # where the exact GP could run and costs less than the whole reach's rule, the whole
+    # reach is kept: the exact route takes over from there
+    lv._exact_ready = lambda: True
+    lv._exact_cheaper = lambda fmap, ranges, noise: True
+    assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, nodes, 0.1)[0, 0] == pytest.approx(
+        ell[0] / F_OUT**4
+    )
+    lv._exact_cheaper = lambda fmap, ranges, noise: False
+    assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, nodes, 0.1)[0, 0] == far[0, 0]
 
 
 def test_gauss_legendre_rules_match_numpys_and_integrate_exactly():
