@@ -700,8 +700,11 @@ def test_a_long_reach_is_cut_to_the_nodes_the_walk_may_grow_by():
 
     lv = Levels.__new__(Levels)
     lv.bounds = np.array([[0.001, 10.0], [0.001, 10.0]])
+    lv.d = lv.n_ell = 2  # a lengthscale per input
+    designed = []
 
-    def fake_map(ranges):  # nodes grow as (1 / the smallest lengthscale)^2
+    def fake_map(ranges):  # nodes grow as 1 / the product of the smallest lengthscales
+        designed.append(ranges[0, 0])
         return SimpleNamespace(w_=np.zeros(int(100 / (ranges[0, 0] * ranges[1, 0]))))
 
     lv._map = fake_map
@@ -709,8 +712,12 @@ def test_a_long_reach_is_cut_to_the_nodes_the_walk_may_grow_by():
     ell, nxt = np.array([0.3, 1.0]), np.array([[0.2, 0.45], [0.5, 1.5]])
     lo_hit, hi_hit = np.array([True, False]), np.array([False, False])
     nodes = len(fake_map(nxt).w_)
+    designed.clear()
     far = lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, nodes, 0.1)
     reach = ell[0] / far[0, 0]
+    # designed: the whole reach, then the longest predicted to fit (the prediction is exact
+    # here), none between
+    assert designed == pytest.approx([ell[0] / F_OUT**4, far[0, 0]])
     assert len(fake_map(far).w_) <= REACH_GROWTH * nodes
     assert len(fake_map(np.array([[ell[0] / (reach * F_OUT**0.5), 0.45], [0.5, 1.5]])).w_) > (
         REACH_GROWTH * nodes
