@@ -858,6 +858,8 @@ def main():
         sets = GROUPS[group][0]
         saved = dev_json(group, args.gp_kernel)
         rows = json.load(open(saved)) if os.path.exists(saved) else []
+        # a set moved to another group (a check set tuned on goes to DEV) leaves this one
+        rows = [r for r in rows if r["set"] in sets]
         earlier = json.load(open(args.exact_from)) if args.exact_from else []
         for name in [n for n in (args.dev_sets or ",".join(sets)).split(",") if n]:
             for ard in (False, True) if len(sets[name][2]) > 1 else (False,):
@@ -874,8 +876,6 @@ def main():
                     )
                 )
                 print(json.dumps(rows[-1]), flush=True)
-                # a set moved to another group (a check set tuned on goes to DEV) leaves
-                rows = [r for r in rows if r["set"] in sets]
                 rows.sort(key=lambda r: (list(sets).index(r["set"]), r["ard"]))
                 with open(saved, "w") as f:
                     json.dump(rows, f, indent=2)

@@ -510,9 +510,9 @@ class Levels(ExactRoute, SampleChecks):
             hi_hit = (ell >= ranges[:, 1] * 0.9999) & (ranges[:, 1] < self.bounds[:, 1] * 0.9999)
             hits = hits + 1 if np.any(lo_hit | hi_hit) else 0
             if hits > 1:
-                start_noise = float(np.exp(theta[-1] - theta[0]))  # the next level's start's
+                # (the noise: the next level's start's)
                 nxt = self._reach(nxt, ell, lo_hit, hi_hit, F_OUT**hits, len(fmap.w_),
-                                  start_noise)  # fmt: skip
+                                  _noise([np.exp(theta)]))  # fmt: skip
             if self.sample_best is not None:
                 # an optimum on its edge heading for the sample scan's best point: the next
                 # range reaches it at once (datasets::treering: the lengthscale ran to its
@@ -608,7 +608,7 @@ class Levels(ExactRoute, SampleChecks):
         except RuleTooLarge as e:
             known = e.nodes  # (before pruning where it was too large to prune: more)
         power = self.d if self.n_ell == 1 else 1
-        while reach > F_OUT:
+        while True:
             reach = max(reach / np.sqrt(F_OUT), F_OUT)
             cand = at(reach)
             if reach <= F_OUT:
@@ -620,7 +620,6 @@ class Levels(ExactRoute, SampleChecks):
                     return cand
             except RuleTooLarge:
                 pass
-        return at(F_OUT)
 
     def _learn(self, red, spectral, ranges: np.ndarray, thetas: list[np.ndarray], where: str):
         """A level's optimum within ``ranges`` from ``thetas``: (log theta, history), by the

@@ -445,22 +445,18 @@ def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | 
             u = max(trio[0][0] - step, lo)
             trio = [(u, f(u)), *trio[:2]]
             if u == lo and trio[0][1] >= trio[1][1]:
-                # the range's end is the highest: still rising there, the maximum is there,
-                # unless the step jumped over it (a point just inside the end is higher)
-                v = lo + min(PROFILE_STEP, (trio[1][0] - lo) / 2)
-                fv = f(v)
-                if fv <= trio[0][1]:
-                    return lo
-                trio = [trio[0], (v, fv), trio[1]]
+                inner = _inside_end(f, trio[0], trio[1][0])
+                if inner is None:
+                    return lo  # still rising at the range's end: the maximum is there
+                trio = [trio[0], inner, trio[1]]
         else:
             u = min(trio[2][0] + step, hi)
             trio = [*trio[1:], (u, f(u))]
             if u == hi and trio[2][1] >= trio[1][1]:
-                v = hi - min(PROFILE_STEP, (hi - trio[1][0]) / 2)
-                fv = f(v)
-                if fv <= trio[2][1]:
+                inner = _inside_end(f, trio[2], trio[1][0])
+                if inner is None:
                     return hi
-                trio = [trio[1], (v, fv), trio[2]]
+                trio = [trio[1], inner, trio[2]]
     moves = [np.inf, np.inf]
     for _ in range(100):
         (x1, f1), (x2, f2), (x3, f3) = trio
@@ -480,6 +476,17 @@ def _parabolic_maximum(f: Callable, u0: float, lo: float, hi: float) -> float | 
         fv = f(v)
         trio = _narrowed(trio, (v, fv), v < x2, fv > f2)
     return float(trio[1][0])
+
+
+def _inside_end(f: Callable, end: tuple, towards: float) -> tuple | None:
+    """A range's ``end`` (u, f(u)), reached by an uphill step from ``towards`` and higher
+    than it: the point min(PROFILE_STEP, half the gap) inside it, (v, f(v)), where that is
+    higher (the step jumped over a maximum, which the three points now bracket); None where
+    it is not (still rising at the end: the maximum is there)."""
+    u, fu = end
+    v = u + np.sign(towards - u) * min(PROFILE_STEP, abs(towards - u) / 2)
+    fv = f(v)
+    return (v, fv) if fv > fu else None
 
 
 def _vertex(u0: float, f0: float, u1: float, f1: float, u2: float, f2: float) -> float:
