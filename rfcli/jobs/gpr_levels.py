@@ -45,6 +45,7 @@ from rfcli.jobs.gpr_learn import (
     theta_of,
     timed,
 )
+from rfcli.jobs.gpr_ranges import F_IN, F_OUT, TrustRegions
 from rfcli.jobs.gpr_sample import SampleChecks
 from rfcli.learn.gpr import (
     GPStats,
@@ -71,26 +72,12 @@ from rfcli.maps.glf_rules import RuleTooLarge
 from rfcli.memory import human, physical_memory
 from rfcli.threads import one_blas_thread
 
-#: a level's rule serves lengthscales within a factor F_OUT of its centre; a group stops when
-#: its optimum comes within a factor F_IN of a refined group's
-F_OUT, F_IN = 1.5, 1.2
-#: a level is final when its optimum lies a factor F_FINAL inside the range it was optimized
-#: in (the range bounds L-BFGS-B: an optimum it holds sits on the edge; the margin is for a
-#: search that stopped while still moving towards it).  It was F_IN, 1.2, until December
-#: 2026: ggplot2::diamonds with --ard then ran a third level from an optimum 1.14 inside its
-#: range, to move it by 0.07% and the LML by 0.03 nats (3.5 of 14-17 s)
-F_FINAL = 1.05
 #: the range of a level refined for the noise around an optimum found inside its range: the
 #: rule's nodes grow about as (1 / its smallest lengthscale)^d (ggplot2::diamonds, 3-D:
 #: 5,305 nodes at F_OUT)
 F_NOISE = 1.3
 #: a new level is run when its rule would have fewer than SHRINK x the current nodes
 SHRINK = 0.8
-#: a level reaching down beyond a lower edge hit again and again has at most REACH_GROWTH x
-#: the nodes of the level before it at the same tolerance (Levels._reach; not the reach to
-#: the sample scan's best point, nor a rule refined for the noise): the walk's cost grows
-#: geometrically, and the level that finds the optimum overshoots it at most so
-REACH_GROWTH = 2.5
 #: starts whose trust regions fit in a factor GROUP_RATIO share a rule; groups refined apart
 GROUP_RATIO, MAX_GROUPS = 6.0, 2
 #: the kernel error at the optimum must be at most NOISE_SHARE x noise/signal; when it is
@@ -149,7 +136,7 @@ def _glf_pass(data, d: int, k: int, seed: int, shift: float = 0.0, keep_rows: bo
     return st, ext
 
 
-class Levels(ExactRoute, SampleChecks):
+class Levels(TrustRegions, ExactRoute, SampleChecks):
     """GLF on raw input: the coarse rule and its scans, then levels of rules around the
     optimum (module docstring).  ``stats(encoder, title, fn, args)`` makes one pass."""
 
@@ -382,11 +369,6 @@ class Levels(ExactRoute, SampleChecks):
         self.report["sample_scan"]["start"] = [float(v) for v in best["ell"]]
         return best
 
-    def _trust(self, centres: list[np.ndarray]) -> np.ndarray:
-        lo = np.min([c / F_OUT for c in centres], axis=0)
-        hi = np.max([c * F_OUT for c in centres], axis=0)
-        return np.column_stack([np.clip(lo, *self.bounds.T), np.clip(hi, *self.bounds.T)])
-
     def _groups(self, starts: list[dict]) -> list[list[dict]]:
         """Starts whose trust regions span at most a factor GROUP_RATIO share one rule (best
         first); at most MAX_GROUPS groups, each refined on its own."""
@@ -568,59 +550,6 @@ class Levels(ExactRoute, SampleChecks):
             prev = (theta, level["lml"])
             ranges, thetas = nxt, [np.exp(theta)]
 
-    def _reach(self, nxt, ell, lo_hit, hi_hit, reach: float, nodes: int, noise: float):
-        """``nxt`` reaching a factor ``reach`` beyond ``ell`` on the edges it hit: on upper
-        edges all of it, on lower edges the longest reach (down by sqrt(F_OUT) a step,
-        F_OUT at least) whose rule, at the current tolerance, has at most REACH_GROWTH x
-        the current level's ``nodes``.  A rule's nodes grow about as (1 / its smallest
-        lengthscale)^d, so a reach down overshoots at that cost, a reach up at little
-        (ggplot2::txhousing, 2-D: a reach of 3.4 to 0.10 for an optimum at 0.21 took a level
-        of 7,183 nodes, 5.7 of the fit's 10.2 s, and a level of 2,978 nodes around the
-        optimum after it).  The whole reach is kept where its rule fits the budget and the
-        exact GP, which could run, costs less than it: the exact route then takes the rows
-        at once, as it did before the cut.  A whole reach over the budget is cut to one
-        that fits, where the exact GP took over before the cut: ggplot2::txhousing, a reach
-        to 0.067, then a level of 2,241 nodes that holds the optimum (4.4-5.3 s in all,
-        where the exact GP took 13.4 s); with Matern 5/2 a level of 6,011 nodes that does
-        not, and the exact GP after it (17.7-19.0 s where 14.7 s).  Shorter reaches are
-        designed only from the longest one predicted to fit (the whole reach's nodes scaled
-        by the ratios of the smallest lengthscales, to the power d with one lengthscale):
-        each design of a rule of thousands of nodes takes 0.05-0.15 s (txhousing: six
-        designs, 0.6 of its 3.1 s, where two serve)."""
-        far = nxt.copy()
-        far[:, 1] = np.where(hi_hit, np.minimum(ell * reach, self.bounds[:, 1]), nxt[:, 1])
-
-        def at(r: float) -> np.ndarray:
-            out = far.copy()
-            out[:, 0] = np.where(lo_hit, np.maximum(ell / r, self.bounds[:, 0]), nxt[:, 0])
-            return out
-
-        whole, cap = at(reach), REACH_GROWTH * nodes
-        if reach <= F_OUT or not np.any(lo_hit):
-            return whole
-        try:
-            fmap = self._map(whole)
-            if len(fmap.w_) <= cap:
-                return whole
-            if self._exact_ready() and self._exact_cheaper(fmap, whole, noise):
-                return whole
-            known = len(fmap.w_)
-        except RuleTooLarge as e:
-            known = e.nodes  # (before pruning where it was too large to prune: more)
-        power = self.d if self.n_ell == 1 else 1
-        while True:
-            reach = max(reach / np.sqrt(F_OUT), F_OUT)
-            cand = at(reach)
-            if reach <= F_OUT:
-                return cand
-            if known * np.prod((whole[:, 0] / cand[:, 0]) ** power) > cap:
-                continue  # predicted over: not designed
-            try:
-                if len(self._map(cand).w_) <= cap:
-                    return cand
-            except RuleTooLarge:
-                pass
-
     def _learn(self, red, spectral, ranges: np.ndarray, thetas: list[np.ndarray], where: str):
         """A level's optimum within ``ranges`` from ``thetas``: (log theta, history), by the
         profiled search (:meth:`_profiled`) or L-BFGS-B."""
@@ -674,14 +603,6 @@ class Levels(ExactRoute, SampleChecks):
         except RuleTooLarge:
             return False
         return self._exact_cheaper(fmap, ranges, noise)
-
-    def _inside(self, ell: np.ndarray, ranges: np.ndarray) -> bool:
-        """Whether an optimum lies a factor F_FINAL inside the range it was optimized in, or
-        on an edge that is the bound itself (it can go no further)."""
-        return bool(np.all(
-            ((ell / F_FINAL >= ranges[:, 0]) | (ranges[:, 0] <= self.bounds[:, 0]))
-            & ((ell * F_FINAL <= ranges[:, 1]) | (ranges[:, 1] >= self.bounds[:, 1]))
-        ))  # fmt: skip
 
     def _profiled(self, red, thetas: list[np.ndarray]) -> bool:
         """Whether a level learns by the profiled search (:meth:`_profile_fit`) rather than
@@ -773,24 +694,6 @@ class Levels(ExactRoute, SampleChecks):
             except RuleTooLarge:
                 if tol >= limit:
                     raise
-
-    def _heading_for(self, ell: np.ndarray, ranges: np.ndarray, target: np.ndarray) -> bool:
-        """Whether an optimum ``ell`` on an edge of its ``ranges`` (not a bound) heads for
-        ``target``: beyond each edge it sits on, within the range elsewhere."""
-        lo, hi = ranges[:, 0], ranges[:, 1]
-        lo_edge = (ell <= lo * 1.0001) & (lo > self.bounds[:, 0] * 1.0001)
-        hi_edge = (ell >= hi * 0.9999) & (hi < self.bounds[:, 1] * 0.9999)
-        inside = (target >= lo) & (target <= hi)
-        beyond = np.where(lo_edge, target < ell, np.where(hi_edge, target > ell, inside))
-        return bool(np.any(lo_edge | hi_edge) and np.all(beyond))
-
-    def _fits(self, ranges: np.ndarray) -> bool:
-        """Whether a rule for ``ranges`` at the current tolerance fits the node budget."""
-        try:
-            self._map(ranges)
-        except RuleTooLarge:
-            return False
-        return True
 
     def _record(self, kind, fmap, ranges, theta, red, spectral, history, scan_best=None):
         level = {

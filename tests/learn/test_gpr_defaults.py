@@ -656,7 +656,8 @@ def test_a_level_is_final_a_factor_f_final_inside_its_range():
     """An optimum 1.1 inside its range is final (ggplot2::diamonds with --ard: 1.14, where a
     third level moved it by 0.07%); one on the range's edge, or just inside it, is not,
     unless that edge is the bound."""
-    from rfcli.jobs.gpr_levels import F_FINAL, Levels
+    from rfcli.jobs.gpr_levels import Levels
+    from rfcli.jobs.gpr_ranges import F_FINAL
 
     lv = Levels.__new__(Levels)
     lv.bounds = np.array([[0.01, 20.0], [0.01, 20.0]])
@@ -696,7 +697,8 @@ def test_a_long_reach_is_cut_to_the_nodes_the_walk_may_grow_by():
     all the way."""
     from types import SimpleNamespace
 
-    from rfcli.jobs.gpr_levels import F_OUT, REACH_GROWTH, Levels
+    from rfcli.jobs.gpr_levels import Levels
+    from rfcli.jobs.gpr_ranges import F_OUT, REACH_GROWTH
 
     lv = Levels.__new__(Levels)
     lv.bounds = np.array([[0.001, 10.0], [0.001, 10.0]])
