@@ -580,42 +580,14 @@ def fit_on_source(
     engine ``eng`` on an open source, and the source's selected columns: the fitting step
     of :func:`encode`, of :func:`fit_encoder` and of training on raw input.  ``bits='auto'``
     offers only the bits whose features the default ``train`` fits in ``memory`` (None:
-    the machine's physical memory; :func:`default_train_fits`)."""
+    the machine's physical memory; :func:`rfcli.learn.footprint.default_train_fits`)."""
     sel = selection(source, settings, read)
-    fits = default_train_fits(memory, settings.store_chunk_rows)
+    fits = None
+    if settings.bits == "auto":  # (only then: an encode of given bits loads no learner's module)
+        from rfcli.learn.footprint import default_train_fits
+
+        fits = default_train_fits(memory, settings.store_chunk_rows)
     return fit_encoder_on(eng, source, sel, settings, read, fmap=fmap, fits=fits), sel
-
-
-def default_train_fits(memory: int | None, store_chunk_rows: int | None):
-    """``fits(m, task, k, rows)`` for ``bits='auto'``: None when the default ``train`` of
-    the task (the SVM for classes, KRR for a real-valued label; C / alpha by its default
-    cross-validation) fits m features of k outputs on ``rows`` rows in ``memory`` bytes
-    (None: the machine's physical memory, as ``train`` without ``memory``), else why not.
-    The need is ``train``'s own estimate (:func:`rfcli.learn.footprint.learner_need`), which
-    refuses the same store."""
-    from rfcli.memory import human, physical_memory
-
-    budget = physical_memory() if memory is None else memory
-    where = "the memory budget" if memory is not None else "this machine's memory"
-
-    def fits(m: int, task: str, k: int, rows: int | None) -> str | None:
-        # (only -b auto asks: an encode of given bits loads no learner's module)
-        from rfcli.learn.footprint import CV_FOLDS, learner_need, svm_columns, train_chunk_rows
-
-        model = "svm" if task == "classification" else "krr"
-        # the default store chunk (None): train reads at most 8192 rows a chunk anyway
-        chunk = train_chunk_rows(store_chunk_rows or 8192, m, budget)
-        pairwise = False
-        if model == "svm":  # train's default scheme on these rows (k: classes, or 1 for two)
-            k, pairwise = svm_columns(max(k, 2), "auto", rows, m)
-        need = learner_need(model, m, k, CV_FOLDS, rows=rows, chunk_rows=chunk, pairwise=pairwise)
-        if need <= budget:
-            return None
-        return (
-            f"{model.upper()} on m = {m} needs about {human(need)}, over {where} of {human(budget)}"
-        )
-
-    return fits
 
 
 def select_like(

@@ -78,3 +78,32 @@ def learner_need(model: str, m: int, k: int, folds: int = 0, rows: int | None = 
         need = (4 + 2 * folds) * mm + 8 * m * k * 4
     buffers = max(folds if model != "svm" else 1, 1) * RidgeStats.SUB_ROWS32 * (m + k) * 4
     return need + 3 * 4 * chunk_rows * m + buffers
+
+
+def default_train_fits(memory: int | None, store_chunk_rows: int | None):
+    """``fits(m, task, k, rows)`` for ``bits='auto'``: None when the default ``train`` of
+    the task (the SVM for classes, KRR for a real-valued label; C / alpha by its default
+    cross-validation) fits m features of k outputs on ``rows`` rows in ``memory`` bytes
+    (None: the machine's physical memory, as ``train`` without ``memory``), else why not.
+    The need is ``train``'s own estimate (:func:`learner_need`), which refuses the same
+    store."""
+    from rfcli.memory import human, physical_memory
+
+    budget = physical_memory() if memory is None else memory
+    where = "the memory budget" if memory is not None else "this machine's memory"
+
+    def fits(m: int, task: str, k: int, rows: int | None) -> str | None:
+        model = "svm" if task == "classification" else "krr"
+        # the default store chunk (None): train reads at most 8192 rows a chunk anyway
+        chunk = train_chunk_rows(store_chunk_rows or 8192, m, budget)
+        pairwise = False
+        if model == "svm":  # train's default scheme on these rows (k: classes, or 1 for two)
+            k, pairwise = svm_columns(max(k, 2), "auto", rows, m)
+        need = learner_need(model, m, k, CV_FOLDS, rows=rows, chunk_rows=chunk, pairwise=pairwise)
+        if need <= budget:
+            return None
+        return (
+            f"{model.upper()} on m = {m} needs about {human(need)}, over {where} of {human(budget)}"
+        )
+
+    return fits
