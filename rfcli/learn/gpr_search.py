@@ -286,7 +286,8 @@ def scan(
 ) -> list[dict]:
     """Evaluate the profiled LML on lengthscale grids (one per lengthscale parameter).  One
     parameter: every grid point.  Several (ARD): the diagonal (the same relative position in
-    every grid), then ``sweeps`` rounds of coordinate scans through the best point so far.
+    every grid), then ``sweeps`` rounds of coordinate scans through the best point so far,
+    each walking out from it while the LML rises (:func:`_walk`).
     Returns every evaluated point: {"ell", "lml", "log_s2", "log_lam"}.  ``progress``: a
     task ``title`` counts the points planned (those a sweep meets again are not evaluated
     again), with the best lengthscale and LML so far."""
@@ -325,14 +326,42 @@ def scan(
         line([[g[0] * (g[-1] / g[0]) ** t for g in grids] for t in np.linspace(0.0, 1.0, k)])
         for _ in range(sweeps):
             for j, g in enumerate(grids):
-                base = max(seen.values(), key=lambda p: p["lml"])["ell"]
-                ells = []
-                for v in g:
-                    ell = base.copy()
-                    ell[j] = v
-                    ells.append(ell)
-                line(ells)
+                _walk(line, seen, j, g, max(seen.values(), key=lambda p: p["lml"]))
+        task.update(total=len(seen))  # the walks stopped short of the planned lines
         return list(seen.values())
+
+
+def _walk(line: Callable, seen: dict, j: int, grid: np.ndarray, base: dict) -> None:
+    """A coordinate scan of parameter ``j`` through the point ``base``: from it, each side's
+    grid points outward while the LML rises (a side ends at its first point lower than the
+    one before it, the base first), two points at a time (one a side, or two ahead on the
+    side left).  On a line with one maximum that is the line's maximum, at a few points a
+    side where the whole grid took all of them (the exact GP on 500 sample rows with ARD:
+    ggplot2::diamonds 35 points in all where 60, txhousing 32 where 58, faithfuld 20 where
+    34, each with the same best point; a line with two maxima may keep the one nearer)."""
+    v = base["ell"][j]
+    sides = [
+        [x for x in grid[::-1] if x < v * (1 - 1e-9)],  # downward
+        [x for x in grid if x > v * (1 + 1e-9)],  # upward
+    ]
+    last = [base["lml"], base["lml"]]
+
+    def at(x):
+        ell = base["ell"].copy()
+        ell[j] = x
+        return ell
+
+    while any(sides):
+        batch = [(s, seq.pop(0)) for s, seq in enumerate(sides) if seq]
+        if len(batch) == 1 and sides[batch[0][0]]:
+            batch.append((batch[0][0], sides[batch[0][0]].pop(0)))
+        line([at(x) for _, x in batch])
+        for s, x in batch:
+            p = seen[_key(at(x))]
+            if p["lml"] < last[s]:
+                sides[s] = []  # falling: this side is done (a point taken ahead is kept)
+            else:
+                last[s] = p["lml"]
 
 
 def pick_starts(points: list[dict], k: int, delta: float, ratio: float = 2.0) -> list[dict]:

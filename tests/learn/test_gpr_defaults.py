@@ -967,6 +967,38 @@ def test_polish_never_returns_less_than_the_best_point_it_or_the_scan_evaluated(
     assert np.median(gains) > 0  # it does move
 
 
+def test_a_coordinate_scan_walks_out_to_its_lines_maximum_in_fewer_points():
+    """ARD scans sweep each lengthscale from the best point, walking out while the LML
+    rises: on lines with one maximum they reach the point the whole grid's line reaches
+    (the same scan result, point for point of the best), with fewer points evaluated."""
+    rng = np.random.default_rng(2)
+    grids = [lengthscale_grid(0.05, 20.0), lengthscale_grid(0.1, 10.0), lengthscale_grid(0.2, 30.0)]
+    saved = []
+    for _ in range(100):
+        A = rng.normal(size=(3, 3))
+        H, c = A @ A.T + 0.3 * np.eye(3), rng.uniform(-2, 2.5, 3)
+
+        def ev(ell, H=H, c=c):
+            u = np.log(ell) - c
+            return float(-u @ H @ u), 0.0, 0.0
+
+        pts = scan(ev, grids, sweeps=1)
+        # the whole lines: the diagonal, then every grid point of each line in turn
+        k = max(len(g) for g in grids)
+        seen = [np.array([g[0] * (g[-1] / g[0]) ** t for g in grids]) for t in np.linspace(0, 1, k)]
+        best = max(seen, key=lambda e: ev(e)[0])
+        for j, g in enumerate(grids):
+            line = [np.where(np.arange(3) == j, v, best) for v in g]
+            seen += line
+            best = max([best, *line], key=lambda e: ev(e)[0])
+        walked = max(pts, key=lambda p: p["lml"])
+        assert np.allclose(walked["ell"], best) and walked["lml"] == pytest.approx(
+            ev(best)[0], rel=1e-12
+        )
+        saved.append(1 - len(pts) / len({tuple(np.round(e, 12)) for e in seen}))
+    assert min(saved) >= 0 and np.median(saved) > 0.3
+
+
 def test_profile_maximum_from_a_start_walks_to_the_maximum_and_narrows_on_it():
     """From a start the search brackets the maximum around it (walking uphill where it lies
     beyond the start's neighbours) and narrows on it by parabolas: within the tolerance;
