@@ -775,6 +775,28 @@ def _single_by_steps(L, width, tol, cap, max_nodes, hi=3.0):
     return last, False
 
 
+@pytest.mark.parametrize("kernel", ["gaussian", "matern52", "matern32"])
+def test_cutoff_leaves_the_tail_asked_of_the_spectral_marginal(kernel):
+    """cutoff_for's L: the 1-D marginal of the kernel's spectral density at lengthscale ell
+    has mass ``tail`` outside [-L, L] (Gaussian: eta ~ N(0, 1/(2 pi ell)^2), by erfc;
+    Matern nu: 2 pi ell eta / sqrt(2 nu) ~ Student t with 2 nu degrees of freedom)."""
+    import math
+
+    from scipy import stats
+
+    nu = {"matern52": 2.5, "matern32": 1.5}.get(kernel)
+    for ell in (0.013, 0.7, 25.0):
+        for tail in (1e-14, 1e-9, 1e-4, 0.05):
+            L = G.cutoff_for(kernel, ell, tail)
+            u = 2 * math.pi * ell * L
+            left = (
+                math.erfc(u / math.sqrt(2))
+                if nu is None
+                else 2 * stats.t.sf(u / math.sqrt(2 * nu), 2 * nu)
+            )
+            assert left == pytest.approx(tail, rel=1e-9)
+
+
 def test_the_single_rule_search_finds_the_first_step_that_passes():
     """The single-rule search computes a few rules by bisection; it returns the step the
     steps one by one would stop at: the smallest q meeting the tolerance, the largest tried
