@@ -296,6 +296,7 @@ def scan(
     k = max(len(g) for g in grids)
     planned = k if len(grids) == 1 else k + sweeps * sum(len(g) for g in grids)
     progress = progress or NullProgress()
+    advanced = [0]  # the points the task has counted (a line's points met again included)
     with progress.task(title, planned, unit="points") as task:
 
         def line(ells) -> None:
@@ -319,15 +320,18 @@ def scan(
                     task.update(best_lengthscale=", ".join(f"{v:.4g}" for v in best["ell"]),
                                 **{"LML (standardized y)": best["lml"]})  # fmt: skip
                 task.advance(1)
+                advanced[0] += 1
 
         if len(grids) == 1:
             line([[g] for g in grids[0]])
             return list(seen.values())
         line([[g[0] * (g[-1] / g[0]) ** t for g in grids] for t in np.linspace(0.0, 1.0, k)])
+        lines_left = planned - k
         for _ in range(sweeps):
             for j, g in enumerate(grids):
                 _walk(line, seen, j, g, max(seen.values(), key=lambda p: p["lml"]))
-        task.update(total=len(seen))  # the walks stopped short of the planned lines
+                lines_left -= len(g)  # the walk stopped short of its line: the total falls
+                task.update(total=advanced[0] + lines_left)
         return list(seen.values())
 
 

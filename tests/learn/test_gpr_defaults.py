@@ -989,10 +989,21 @@ def test_polish_never_returns_less_than_the_best_point_it_or_the_scan_evaluated(
     assert np.median(gains) > 0  # it does move
 
 
+def _line_through(pts, base, j):
+    """The scan points on the line of parameter j through ``base`` (``base`` itself not)."""
+    return [
+        p["ell"][j]
+        for p in pts
+        if np.allclose(np.delete(p["ell"], j), np.delete(base, j), rtol=1e-12)
+        and not np.isclose(p["ell"][j], base[j], rtol=1e-9)
+    ]
+
+
 def test_a_coordinate_scan_walks_out_to_its_lines_maximum_in_fewer_points():
     """ARD scans sweep each lengthscale from the best point, walking out while the LML
-    rises: on lines with one maximum they reach the point the whole grid's line reaches
-    (the same scan result, point for point of the best), with fewer points evaluated."""
+    rises: on lines with one maximum they reach the point the whole grid's line reaches,
+    evaluating each side's rising points and its first lower one (and at most one point
+    more a line: two are taken at a time), not the whole line."""
     rng = np.random.default_rng(2)
     grids = [lengthscale_grid(0.05, 20.0), lengthscale_grid(0.1, 10.0), lengthscale_grid(0.2, 30.0)]
     saved = []
@@ -1011,14 +1022,41 @@ def test_a_coordinate_scan_walks_out_to_its_lines_maximum_in_fewer_points():
         best = max(seen, key=lambda e: ev(e)[0])
         for j, g in enumerate(grids):
             line = [np.where(np.arange(3) == j, v, best) for v in g]
+            # the points the walk needs: on each side, outward up to its first lower one
+            need = []
+            for side in (g[g < best[j] * (1 - 1e-9)][::-1], g[g > best[j] * (1 + 1e-9)]):
+                last = ev(best)[0]
+                for v in side:
+                    need.append(v)
+                    f = ev(np.where(np.arange(3) == j, v, best))[0]
+                    if f < last:
+                        break
+                    last = f
+            walked = _line_through(pts, best, j)
+            assert all(np.isclose(walked, v, rtol=1e-12).any() for v in need)
+            assert len(walked) <= len(need) + 1
             seen += line
             best = max([best, *line], key=lambda e: ev(e)[0])
         walked = max(pts, key=lambda p: p["lml"])
-        assert np.allclose(walked["ell"], best) and walked["lml"] == pytest.approx(
-            ev(best)[0], rel=1e-12
-        )
+        assert np.allclose(walked["ell"], best)
+        assert walked["lml"] == pytest.approx(ev(best)[0], rel=1e-12)
         saved.append(1 - len(pts) / len({tuple(np.round(e, 12)) for e in seen}))
     assert min(saved) >= 0 and np.median(saved) > 0.3
+
+
+def test_a_coordinate_scan_walks_across_a_flat_stretch():
+    """Equal LMLs do not end a walk: from a point on a plateau (the diagonal never leaves
+    it) the sweep crosses it to the maximum beyond, as the whole line did."""
+    grids = [lengthscale_grid(0.05, 20.0), lengthscale_grid(0.1, 10.0)]
+    c = np.log([10.0, 0.1])  # the diagonal runs from (low, low) to (high, high): far from c
+
+    def ev(ell):
+        u = np.log(ell) - c
+        return float(max(-(u @ u), -1.0)), 0.0, 0.0
+
+    pts = scan(ev, grids, sweeps=1)
+    best = max(pts, key=lambda p: p["lml"])
+    assert best["lml"] > -0.2  # near the maximum, 0 at c; the plateau is -1
 
 
 def test_profile_maximum_from_a_start_walks_to_the_maximum_and_narrows_on_it():
