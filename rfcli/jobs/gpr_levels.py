@@ -545,6 +545,11 @@ class Levels(TrustRegions, ExactRoute, SampleChecks):
                     smaller = False
                 if not smaller:
                     return state, level["lml"], True, ell
+                coarser = self._coarser_tol(nxt, self._full(ell), red.n,
+                                            NOISE_REFINE * level["noise_to_signal"])  # fmt: skip
+                if coarser is not None:
+                    self.tol = coarser
+                    level["coarsen_for_noise"] = coarser
             if count >= s.max_levels:
                 return state, level["lml"], False, ell
             prev = (theta, level["lml"])
@@ -660,6 +665,26 @@ class Levels(TrustRegions, ExactRoute, SampleChecks):
             {"noise_to_signal": prior, "kernel_tol": self.tol}
         )
         return old
+
+    def _coarser_tol(self, ranges: np.ndarray, ell: np.ndarray, n: int, target: float):
+        """The coarsest of the tolerances ``tol x REFINE_FACTOR^k`` (k = 1, 2, .., up to the
+        fit's own tolerance) whose rule for ``ranges`` errs on the data at ``ell`` by at most
+        ``target``, taken in turn until one does not; None when k = 1 does not (or the
+        tolerance is the fit's own).  The current tolerance stays."""
+        old, chosen = self.tol, None
+        try:
+            while self.tol < self.s.tol * (1 - 1e-9):
+                self.tol = min(self.tol * REFINE_FACTOR, float(self.s.tol))
+                try:
+                    cand = self._map(ranges)
+                except RuleTooLarge:
+                    break
+                if self._data_error(cand, ell, n) > target:
+                    break
+                chosen = self.tol
+        finally:
+            self.tol = old
+        return chosen
 
     def _finer_tol(self, ranges: np.ndarray, ell: np.ndarray, n: int, target: float):
         """The design tolerances ``tol / REFINE_FACTOR^k``, k = 1 .. REFINE_TRIES, in turn: the

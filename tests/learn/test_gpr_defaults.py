@@ -749,6 +749,44 @@ def test_a_long_reach_is_cut_to_the_nodes_the_walk_may_grow_by():
     assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, nodes, 0.1)[0, 0] == far[0, 0]
 
 
+def test_a_shrinking_level_takes_the_coarsest_tolerance_that_meets_the_noise_target():
+    """Before a level around an inside optimum, the tolerance rises by REFINE_FACTOR a step,
+    up to the fit's own, while the rule's error on the data at the optimum stays within the
+    target: the coarsest that does is returned, the current one kept meanwhile; None where
+    the first step already errs too much, or the tolerance is the fit's own; a rule over
+    the budget ends the steps."""
+    from types import SimpleNamespace
+
+    from rfcli.jobs.gpr_levels import REFINE_FACTOR, Levels
+
+    lv = Levels.__new__(Levels)
+    lv.s = SimpleNamespace(tol=1e-3)
+    lv.tol = 1e-3 / REFINE_FACTOR**3
+    tried = []
+    lv._map = lambda ranges: tried.append(lv.tol) or SimpleNamespace(tol=lv.tol)
+    lv._data_error = lambda fmap, ell, n: 30 * fmap.tol  # the error grows with the tolerance
+    ranges, ell = np.array([[0.2, 0.5]]), np.array([0.3])
+    # 1e-3 / 9 errs by 3.3e-3, 1e-3 / 3 by 1e-2, 1e-3 by 3e-2
+    assert lv._coarser_tol(ranges, ell, 100, 0.015) == pytest.approx(1e-3 / REFINE_FACTOR)
+    assert lv.tol == pytest.approx(1e-3 / REFINE_FACTOR**3)
+    assert tried == pytest.approx([1e-3 / 9, 1e-3 / 3, 1e-3])
+    assert lv._coarser_tol(ranges, ell, 100, 0.1) == pytest.approx(1e-3)  # never above
+    lv.tol = 4e-4  # a step would pass the fit's own tolerance: it stops there
+    assert lv._coarser_tol(ranges, ell, 100, 0.1) == pytest.approx(1e-3)
+    lv.tol = 1e-3 / REFINE_FACTOR**3
+    assert lv._coarser_tol(ranges, ell, 100, 1e-3) is None
+    lv.tol = 1e-3
+    assert lv._coarser_tol(ranges, ell, 100, 1.0) is None
+
+    def too_large(ranges):
+        if lv.tol > 2e-4:
+            raise G.RuleTooLarge("over", 10**6, [1], [1.0])
+        return SimpleNamespace(tol=lv.tol)
+
+    lv._map, lv.tol = too_large, 1e-3 / REFINE_FACTOR**3
+    assert lv._coarser_tol(ranges, ell, 100, 1.0) == pytest.approx(1e-3 / 9)
+
+
 def test_gauss_legendre_rules_match_numpys_and_integrate_exactly():
     from rfcli.maps.glf_rules import _leggauss
 
