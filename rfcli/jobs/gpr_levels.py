@@ -159,6 +159,9 @@ class Levels(TrustRegions, ExactRoute, SampleChecks):
         self._designs: dict = {}
         self._init_sample_checks()
         self.tol = float(s.tol)  # lowered when the learned noise asks for it
+        # the tolerance before a shrinking level coarsened it (Levels._coarser_tol): the
+        # next group starts from the finer one, as from every tolerance a group refined
+        self._before_coarsening: float | None = None
         self.memory = memory  # the job's budget (None: physical memory)
         self.budget = memory if memory is not None else physical_memory()
         # sized for one pass thread: the rule (and the model) never depend on the core count;
@@ -394,6 +397,10 @@ class Levels(TrustRegions, ExactRoute, SampleChecks):
                 results.append(self._refine(g, i, [(r[3], r[2], r[1]) for r in results]))
             except UsageError as e:
                 refused.append(e)
+            finally:
+                if self._before_coarsening is not None:  # the group's shrinking level's own
+                    self.tol = min(self.tol, self._before_coarsening)
+                    self._before_coarsening = None
             # a finished group's statistics stay alive (its model may win): the exact GP of
             # a later group fits beside them
             kept = [r[0][1:3] for r in results if r[0][1] is not None]  # (GPStats, Reduced)
@@ -548,6 +555,8 @@ class Levels(TrustRegions, ExactRoute, SampleChecks):
                 coarser = self._coarser_tol(nxt, self._full(ell), red.n,
                                             NOISE_REFINE * level["noise_to_signal"])  # fmt: skip
                 if coarser is not None:
+                    if self._before_coarsening is None:
+                        self._before_coarsening = self.tol
                     self.tol = coarser
                     level["coarsen_for_noise"] = coarser
             if count >= s.max_levels:

@@ -787,6 +787,33 @@ def test_a_shrinking_level_takes_the_coarsest_tolerance_that_meets_the_noise_tar
     assert lv._coarser_tol(ranges, ell, 100, 1.0) == pytest.approx(1e-3 / 9)
 
 
+def test_a_groups_coarsened_tolerance_does_not_reach_the_next_group():
+    """A shrinking level's coarser tolerance serves its own group: the next group of starts
+    begins from the finer tolerance the group had refined to (mosaicData::SaratogaHouses
+    with --ard: the second group's level at 1e-3 erred on the data by 0.63 x noise/signal,
+    at 1.1e-4 by 0.06 x)."""
+    from rfcli.jobs.gpr_levels import Levels
+
+    lv = Levels.__new__(Levels)
+    lv.tol, lv._before_coarsening, lv.report, lv.later_done = 1e-3, None, {}, False
+    lv._groups = lambda starts: [[s] for s in starts]
+    seen = []
+
+    def refine(starts, group, finished):
+        seen.append(lv.tol)
+        if group == 0:  # refines for the noise, then a shrinking level coarsens
+            lv.tol = 1e-3 / 9
+            lv._before_coarsening, lv.tol = lv.tol, 1e-3
+        state = (None,) * 6 + ({"kind": "level"},)
+        return state, -float(group), True, np.ones(1)
+
+    lv._refine = refine
+    lv._done = lambda *state: state
+    lv._refine_all([{"ell": np.ones(1)}, {"ell": np.ones(1) * 3}])
+    assert seen == pytest.approx([1e-3, 1e-3 / 9])
+    assert lv._before_coarsening is None
+
+
 def test_gauss_legendre_rules_match_numpys_and_integrate_exactly():
     from rfcli.maps.glf_rules import _leggauss
 
