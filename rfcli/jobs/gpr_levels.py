@@ -170,17 +170,18 @@ class Levels(TrustRegions, ExactRoute, SampleChecks):
         self._init_exact_route(rows)
 
     # -- rules and passes -------------------------------------------------------------------
-    def _map(self, ranges: np.ndarray) -> GaussLegendreMap:
-        """A rule valid on ``ranges`` (n_ell, 2) over the current box (designs are cached;
-        RuleTooLarge too)."""
+    def _map(self, ranges: np.ndarray, tol: float | None = None) -> GaussLegendreMap:
+        """A rule valid on ``ranges`` (n_ell, 2) over the current box, at the design
+        tolerance ``tol`` (default: the current one; designs are cached, RuleTooLarge too)."""
         s = self.s
-        key = (ranges.round(12).tobytes(), self.width.round(12).tobytes(), self.tol)
+        tol = self.tol if tol is None else float(tol)
+        key = (ranges.round(12).tobytes(), self.width.round(12).tobytes(), tol)
         if key not in self._designs:
             lb = ranges[0].tolist() if self.n_ell == 1 else ranges.tolist()
             fmap = GaussLegendreMap(
                 kernel=s.kernel,
                 lengthscale_bounds=lb,
-                tol=self.tol,
+                tol=tol,
                 nodes=s.nodes,
                 cutoff=s.cutoff,
                 seed=s.seed,
@@ -680,19 +681,15 @@ class Levels(TrustRegions, ExactRoute, SampleChecks):
         fit's own tolerance) whose rule for ``ranges`` errs on the data at ``ell`` by at most
         ``target``, taken in turn until one does not; None when k = 1 does not (or the
         tolerance is the fit's own).  The current tolerance stays."""
-        old, chosen = self.tol, None
-        try:
-            while self.tol < self.s.tol * (1 - 1e-9):
-                self.tol = min(self.tol * REFINE_FACTOR, float(self.s.tol))
-                try:
-                    cand = self._map(ranges)
-                except RuleTooLarge:
+        tol, chosen = self.tol, None
+        while tol < self.s.tol * (1 - 1e-9):
+            tol = min(tol * REFINE_FACTOR, float(self.s.tol))
+            try:
+                if self._data_error(self._map(ranges, tol), ell, n) > target:
                     break
-                if self._data_error(cand, ell, n) > target:
-                    break
-                chosen = self.tol
-        finally:
-            self.tol = old
+            except RuleTooLarge:
+                break
+            chosen = tol
         return chosen
 
     def _finer_tol(self, ranges: np.ndarray, ell: np.ndarray, n: int, target: float):
@@ -700,20 +697,17 @@ class Levels(TrustRegions, ExactRoute, SampleChecks):
         first whose rule for ``ranges`` has an error on the data at ``ell`` of at most
         ``target``, else the finest that fits the budget; (that tolerance, or None when not
         even k = 1 fits; the RuleTooLarge met, or None).  The current tolerance stays."""
-        old, chosen, too_large = self.tol, None, None
-        try:
-            for k in range(1, REFINE_TRIES + 1):
-                self.tol = old / REFINE_FACTOR**k
-                try:
-                    cand = self._map(ranges)
-                except RuleTooLarge as e:
-                    too_large = e
-                    break
-                chosen = self.tol
-                if self._data_error(cand, ell, n) <= target:
-                    break
-        finally:
-            self.tol = old
+        chosen, too_large = None, None
+        for k in range(1, REFINE_TRIES + 1):
+            tol = self.tol / REFINE_FACTOR**k
+            try:
+                cand = self._map(ranges, tol)
+            except RuleTooLarge as e:
+                too_large = e
+                break
+            chosen = tol
+            if self._data_error(cand, ell, n) <= target:
+                break
         return chosen, too_large
 
     def _coarser_fit(self, ranges: np.ndarray, limit: float) -> GaussLegendreMap:

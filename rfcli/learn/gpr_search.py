@@ -296,12 +296,13 @@ def scan(
     k = max(len(g) for g in grids)
     planned = k if len(grids) == 1 else k + sweeps * sum(len(g) for g in grids)
     progress = progress or NullProgress()
-    advanced = [0]  # the points the task has counted (a line's points met again included)
+    advanced = 0  # the points the task has counted (a line's points met again included)
     with progress.task(title, planned, unit="points") as task:
 
         def line(ells) -> None:
             """Evaluate a line of points (independent of each other: on the tile threads
             of an enclosing rfcli.threads.tile_threads block), recorded in order."""
+            nonlocal advanced
             ells = [np.asarray(e, dtype=np.float64) for e in ells]
             keys = [_key(e) for e in ells]
             new: dict[tuple, np.ndarray] = {}
@@ -320,7 +321,7 @@ def scan(
                     task.update(best_lengthscale=", ".join(f"{v:.4g}" for v in best["ell"]),
                                 **{"LML (standardized y)": best["lml"]})  # fmt: skip
                 task.advance(1)
-                advanced[0] += 1
+                advanced += 1
 
         if len(grids) == 1:
             line([[g] for g in grids[0]])
@@ -331,7 +332,7 @@ def scan(
             for j, g in enumerate(grids):
                 _walk(line, seen, j, g, max(seen.values(), key=lambda p: p["lml"]))
                 lines_left -= len(g)  # the walk stopped short of its line: the total falls
-                task.update(total=advanced[0] + lines_left)
+                task.update(total=advanced + lines_left)
         return list(seen.values())
 
 
@@ -359,9 +360,10 @@ def _walk(line: Callable, seen: dict, j: int, grid: np.ndarray, base: dict) -> N
         batch = [(s, seq.pop(0)) for s, seq in enumerate(sides) if seq]
         if len(batch) == 1 and sides[batch[0][0]]:
             batch.append((batch[0][0], sides[batch[0][0]].pop(0)))
-        line([at(x) for _, x in batch])
-        for s, x in batch:
-            p = seen[_key(at(x))]
+        ells = [at(x) for _, x in batch]
+        line(ells)
+        for (s, _), ell in zip(batch, ells, strict=True):
+            p = seen[_key(ell)]
             if p["lml"] < last[s]:
                 sides[s] = []  # falling: this side is done (a point taken ahead is kept)
             else:

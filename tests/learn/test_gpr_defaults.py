@@ -763,7 +763,7 @@ def test_a_shrinking_level_takes_the_coarsest_tolerance_that_meets_the_noise_tar
     lv.s = SimpleNamespace(tol=1e-3)
     lv.tol = 1e-3 / REFINE_FACTOR**3
     tried = []
-    lv._map = lambda ranges: tried.append(lv.tol) or SimpleNamespace(tol=lv.tol)
+    lv._map = lambda ranges, tol=None: tried.append(tol) or SimpleNamespace(tol=tol)
     lv._data_error = lambda fmap, ell, n: 30 * fmap.tol  # the error grows with the tolerance
     ranges, ell = np.array([[0.2, 0.5]]), np.array([0.3])
     # 1e-3 / 9 errs by 3.3e-3, 1e-3 / 3 by 1e-2, 1e-3 by 3e-2
@@ -778,10 +778,10 @@ def test_a_shrinking_level_takes_the_coarsest_tolerance_that_meets_the_noise_tar
     lv.tol = 1e-3
     assert lv._coarser_tol(ranges, ell, 100, 1.0) is None
 
-    def too_large(ranges):
-        if lv.tol > 2e-4:
+    def too_large(ranges, tol=None):
+        if tol > 2e-4:
             raise G.RuleTooLarge("over", 10**6, [1], [1.0])
-        return SimpleNamespace(tol=lv.tol)
+        return SimpleNamespace(tol=tol)
 
     lv._map, lv.tol = too_large, 1e-3 / REFINE_FACTOR**3
     assert lv._coarser_tol(ranges, ell, 100, 1.0) == pytest.approx(1e-3 / 9)
