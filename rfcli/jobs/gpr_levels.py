@@ -47,6 +47,7 @@ from rfcli.jobs.gpr_learn import (
 )
 from rfcli.jobs.gpr_ranges import F_IN, F_OUT, TrustRegions
 from rfcli.jobs.gpr_sample import SampleChecks
+from rfcli.jobs.gpr_tolerance import NOISE_REFINE, NOISE_SHARE, DesignTolerance
 from rfcli.learn.gpr import (
     GPStats,
     glf_objective,
@@ -80,9 +81,6 @@ F_NOISE = 1.3
 SHRINK = 0.8
 #: starts whose trust regions fit in a factor GROUP_RATIO share a rule; groups refined apart
 GROUP_RATIO, MAX_GROUPS = 6.0, 2
-#: the kernel error at the optimum must be at most NOISE_SHARE x noise/signal; when it is
-#: not, the rules are refined to NOISE_REFINE x noise/signal (room for the noise to move)
-NOISE_SHARE, NOISE_REFINE = 0.1, 0.03
 #: an isotropic level with at least PROFILE_RATIO features per rank of its factor learns by
 #: the profiled search (Levels._profiled)
 PROFILE_RATIO = 2
@@ -91,9 +89,6 @@ PROFILE_RATIO = 2
 #: is factored again, its trace tolerance REFACTOR_FACTOR x below the loss's share of
 #: REFACTOR_NATS, and learned on, at most REFACTOR_TRIES times
 REFACTOR_NATS, REFACTOR_FACTOR, REFACTOR_TRIES = 0.05, 3.0, 3
-#: a refinement for the noise tries design tolerances tol / REFINE_FACTOR^k, k = 1 ..
-#: REFINE_TRIES, and keeps the coarsest whose rule's error on the data meets the target
-REFINE_FACTOR, REFINE_TRIES = 3.0, 8
 
 
 def _noise(thetas: list[np.ndarray]) -> float:
@@ -136,7 +131,7 @@ def _glf_pass(data, d: int, k: int, seed: int, shift: float = 0.0, keep_rows: bo
     return st, ext
 
 
-class Levels(TrustRegions, ExactRoute, SampleChecks):
+class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
     """GLF on raw input: the coarse rule and its scans, then levels of rules around the
     optimum (module docstring).  ``stats(encoder, title, fn, args)`` makes one pass."""
 
@@ -647,81 +642,6 @@ class Levels(TrustRegions, ExactRoute, SampleChecks):
         entry = {"start": [float(v) for v in theta0], "lml": float(best["lml"]),
                  "iterations": int(evals), "method": "profile"}  # fmt: skip
         return theta, [entry]
-
-    def _tol_for_prior(self, ranges: np.ndarray, start: dict) -> float | None:
-        """Before a group's first level: the design tolerance lowered (by REFINE_FACTOR at a
-        time, at most REFINE_TRIES times, while the rule fits the budget) until the rule's
-        error on the data at the start's lengthscales is at most NOISE_REFINE x the start's
-        noise/signal, the target a refinement for the noise would set after the level.  The
-        scans' profiled noise at their best point is close to the optimum's (the development
-        set's first levels moved it by at most 2%: docs/gpr.md), so the first level usually
-        meets its noise check at once, where it otherwise took a second level of the same
-        lengthscales with a finer rule: a pass and an L-BFGS-B run.  A prior too large (a
-        coarse rule's own error learned as noise) only leaves that check to the level.
-        Returns the tolerance before, when it was lowered (else None)."""
-        prior = float(np.exp(start["log_lam"] - start["log_s2"]))
-        target = NOISE_REFINE * prior
-        ell = self._full(np.asarray(start["ell"], dtype=float))
-        try:
-            if not self._data_error(self._map(ranges), ell, self.n) > target:
-                return None
-        except RuleTooLarge:
-            return None
-        chosen, _ = self._finer_tol(ranges, ell, self.n, target)
-        if chosen is None:
-            return None
-        old, self.tol = self.tol, chosen
-        self.report.setdefault("prior_refine", []).append(
-            {"noise_to_signal": prior, "kernel_tol": self.tol}
-        )
-        return old
-
-    def _coarser_tol(self, ranges: np.ndarray, ell: np.ndarray, n: int, target: float):
-        """The coarsest of the tolerances ``tol x REFINE_FACTOR^k`` (k = 1, 2, .., up to the
-        fit's own tolerance) whose rule for ``ranges`` errs on the data at ``ell`` by at most
-        ``target``, taken in turn until one does not; None when k = 1 does not (or the
-        tolerance is the fit's own).  The current tolerance stays."""
-        tol, chosen = self.tol, None
-        while tol < self.s.tol * (1 - 1e-9):
-            tol = min(tol * REFINE_FACTOR, float(self.s.tol))
-            try:
-                if self._data_error(self._map(ranges, tol), ell, n) > target:
-                    break
-            except RuleTooLarge:
-                break
-            chosen = tol
-        return chosen
-
-    def _finer_tol(self, ranges: np.ndarray, ell: np.ndarray, n: int, target: float):
-        """The design tolerances ``tol / REFINE_FACTOR^k``, k = 1 .. REFINE_TRIES, in turn: the
-        first whose rule for ``ranges`` has an error on the data at ``ell`` of at most
-        ``target``, else the finest that fits the budget; (that tolerance, or None when not
-        even k = 1 fits; the RuleTooLarge met, or None).  The current tolerance stays."""
-        chosen, too_large = None, None
-        for k in range(1, REFINE_TRIES + 1):
-            tol = self.tol / REFINE_FACTOR**k
-            try:
-                cand = self._map(ranges, tol)
-            except RuleTooLarge as e:
-                too_large = e
-                break
-            chosen = tol
-            if self._data_error(cand, ell, n) <= target:
-                break
-        return chosen, too_large
-
-    def _coarser_fit(self, ranges: np.ndarray, limit: float) -> GaussLegendreMap:
-        """The rule for ``ranges`` at the finest tolerance ``tol * REFINE_FACTOR^k`` that
-        fits the budget (``limit`` at most); RuleTooLarge when not even ``limit`` fits."""
-        tol = self.tol
-        while True:
-            tol = min(tol * REFINE_FACTOR, limit)
-            self.tol = tol
-            try:
-                return self._map(ranges)
-            except RuleTooLarge:
-                if tol >= limit:
-                    raise
 
     def _record(self, kind, fmap, ranges, theta, red, spectral, history, scan_best=None):
         level = {

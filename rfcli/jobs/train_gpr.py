@@ -133,7 +133,7 @@ class GPRSettings(Validated):
     lengthscale: float | None = None  # fixed lengthscale without --learn (default: geometric mid)
     n_features: int = 1024  # rff
     #: glf kernel error tolerance at the optimum (units of the signal variance); learning
-    #: also keeps it at most NOISE_SHARE x the learned noise/signal (rfcli.jobs.gpr_levels)
+    #: also keeps it at most NOISE_SHARE x the learned noise/signal (rfcli.jobs.gpr_tolerance)
     tol: float = 1e-3
     nodes: list[int] | None = None
     cutoff: list[float] | None = None

@@ -17,6 +17,7 @@ from rfcli.encoder_fit import BottomK
 from rfcli.errors import UsageError
 from rfcli.io.settings import ReadSettings
 from rfcli.jobs import gpr_levels as job
+from rfcli.jobs.gpr_tolerance import NOISE_SHARE
 from rfcli.jobs.train_gpr import GPRSettings, train_gpr
 from rfcli.learn.gpr import (
     GPStats,
@@ -572,7 +573,7 @@ def test_the_kernel_tolerance_follows_a_small_learned_noise(tmp_path):
     rep = train(path)
     ratio = rep["noise_to_signal"]
     assert ratio < 1e-3  # the tolerance's default, in units of the signal
-    assert rep["kernel_error_data"] <= job.NOISE_SHARE * ratio
+    assert rep["kernel_error_data"] <= NOISE_SHARE * ratio
     assert rep["kernel_tol"] < 1e-3 and rep["converged"]
     assert any("refine_for_noise" in lv for lv in rep["levels"])
 
@@ -589,7 +590,7 @@ def test_the_first_level_is_refined_for_the_scans_noise_before_its_pass(tmp_path
     assert prior["kernel_tol"] < 1e-3 and prior["noise_to_signal"] < 1e-6
     levels = [lv for lv in rep["levels"] if lv["kind"] == "level"]
     assert len(levels) == 1 and "refine_for_noise" not in levels[0]
-    assert rep["kernel_error_data"] <= job.NOISE_SHARE * rep["noise_to_signal"]
+    assert rep["kernel_error_data"] <= NOISE_SHARE * rep["noise_to_signal"]
     assert rep["converged"]
 
 
@@ -757,7 +758,8 @@ def test_a_shrinking_level_takes_the_coarsest_tolerance_that_meets_the_noise_tar
     the budget ends the steps."""
     from types import SimpleNamespace
 
-    from rfcli.jobs.gpr_levels import REFINE_FACTOR, Levels
+    from rfcli.jobs.gpr_levels import Levels
+    from rfcli.jobs.gpr_tolerance import REFINE_FACTOR
 
     lv = Levels.__new__(Levels)
     lv.s = SimpleNamespace(tol=1e-3)
@@ -910,7 +912,8 @@ def test_a_prior_tolerance_that_no_longer_fits_falls_back_to_the_finest_that_doe
     """Where the levels go after the prior refined the tolerance, the rule may exceed the
     budget: the finest coarser tolerance (tol x 3^k, at most the one before the prior) that
     fits is taken; none fitting is refused."""
-    from rfcli.jobs.gpr_levels import REFINE_FACTOR, Levels
+    from rfcli.jobs.gpr_levels import Levels
+    from rfcli.jobs.gpr_tolerance import REFINE_FACTOR
 
     lv = Levels.__new__(Levels)
     fits_from = 1e-3 / REFINE_FACTOR**2  # rules at finer tolerances are too large
