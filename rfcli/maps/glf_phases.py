@@ -85,3 +85,53 @@ def phase_features(X: np.ndarray, H: np.ndarray, out: np.ndarray, factors) -> No
             C = nxt
         out[a : a + r, :m] = C.real
         out[a : a + r, m:] = C.imag
+
+
+#: a rule whose nodes fill at most GRID_RATIO x their number of cells of the grid of their
+#: distinct coordinates has its weighted cosine sums taken on that grid (:func:`grid_sums`)
+GRID_RATIO = 8
+#: complex work elements of one batch of weight vectors in :func:`grid_sums`
+GRID_BATCH = 1 << 20
+
+
+def grid_sums(H: np.ndarray, wp: np.ndarray, delta: np.ndarray) -> np.ndarray | None:
+    """``sum_i wp[l, i] cos(2 pi delta_p'H_i)`` for weight vectors ``wp`` (k, m) over nodes
+    H (m, d): (p, k); None with one input, or where the nodes fill less than 1/GRID_RATIO of
+    the grid of their distinct coordinates per input.  On that grid the sum over nodes is
+    a product of per-input sums, ``Re sum_a e^{2 pi i delta_1 u_a} sum_b ... W[a, b, ..]``
+    (the weights scattered into the grid, 0 where no node is): one product of matrices for
+    the input with the most coordinates, then per difference over the others -- cos and
+    sin of p x (sum of the coordinates) phases, where the nodes' own features take p x m
+    complex products (a tensor rule's probes in 2-D: 1.7-2.2 against 4.0 ms).  The same sums
+    as the cosines' up to rounding (1e-15 on the design's probes)."""
+    m, d = H.shape
+    if d < 2 or not m:
+        return None
+    axes, index = [], []
+    for j in range(d):
+        u, inv = np.unique(H[:, j], return_inverse=True)
+        axes.append(u)
+        index.append(inv)
+    shape = [len(u) for u in axes]
+    size = int(np.prod(shape))
+    if size > GRID_RATIO * m:
+        return None
+    first = int(np.argmax(shape))  # contracted by the matrix product
+    order = [first, *(j for j in range(d) if j != first)]
+    shape = [shape[j] for j in order]
+    cells = np.ravel_multi_index(tuple(index[j] for j in order), shape)
+    E = [np.exp(2j * np.pi * np.multiply.outer(delta[:, j], axes[j])) for j in order]
+    c0, s0 = np.ascontiguousarray(E[0].real), np.ascontiguousarray(E[0].imag)
+    p, k, rest = len(delta), len(wp), size // shape[0]
+    out = np.empty((p, k))
+    step = max(1, GRID_BATCH // max(p * rest, 1))
+    for a in range(0, k, step):
+        b = min(k, a + step)
+        W = np.zeros((b - a, size))
+        W[:, cells] = wp[a:b]
+        W = W.reshape(b - a, shape[0], rest).transpose(1, 0, 2).reshape(shape[0], -1)
+        T = (c0 @ W + 1j * (s0 @ W)).reshape(p, b - a, *shape[1:])
+        for j in range(d - 1, 0, -1):  # the last input's coordinates summed out, then the next
+            T = np.einsum("pl...c,pc->pl...", T, E[j])
+        out[:, a:b] = T.real
+    return out

@@ -15,7 +15,7 @@ import numpy as np
 
 from rfcli.errors import UsageError
 from rfcli.maps.fourier import MATERN_NU, matern
-from rfcli.maps.glf_phases import phase_features, tensor_factors
+from rfcli.maps.glf_phases import grid_sums, phase_features, tensor_factors
 
 GLF_KERNELS = ("gaussian", *MATERN_NU)
 MAX_DIM = 3
@@ -261,19 +261,23 @@ def probe_lengthscales(ranges: np.ndarray, ard: bool) -> np.ndarray:
 def kernel_error(kernel: str, H, w, delta: np.ndarray, ells: np.ndarray) -> float:
     """max |k~ - k| over the probe differences and the lengthscale vectors ``ells`` (unit
     signal variance)."""
-    factors = tensor_factors(H)
-    if factors is None:  # the cosine alone
-        C = np.cos(2 * np.pi * delta @ H.T)
-    else:
-        CS = np.empty((len(delta), 2 * len(H)))
-        phase_features(delta, H, CS, factors)
-        C = CS[:, : len(H)]
+    ells = np.atleast_2d(ells)
+    wp = np.stack([w * np.exp(log_spectral_density(kernel, H, ell)) for ell in ells])
+    approx = grid_sums(H, wp, delta)  # (a tensor rule's nodes on their grid)
+    if approx is None:
+        factors = tensor_factors(H)
+        if factors is None:  # the cosine alone
+            C = np.cos(2 * np.pi * delta @ H.T)
+        else:
+            CS = np.empty((len(delta), 2 * len(H)))
+            phase_features(delta, H, CS, factors)
+            C = CS[:, : len(H)]
+        approx = C @ wp.T
     zero = np.zeros((1, delta.shape[1]))
     worst = 0.0
-    for ell in np.atleast_2d(ells):
-        approx = C @ (w * np.exp(log_spectral_density(kernel, H, ell)))
+    for i, ell in enumerate(ells):
         exact = stationary_kernel(kernel, delta, zero, ell)[:, 0]
-        worst = max(worst, float(np.abs(approx - exact).max()))
+        worst = max(worst, float(np.abs(approx[:, i] - exact).max()))
     return worst
 
 

@@ -207,3 +207,34 @@ def test_glf_features_from_per_input_factors_match_the_phases():
     assert err <= 1e-14 and err <= 2 * err_direct
     assert tensor_factors(H[:, :1]) is None  # one input
     assert tensor_factors(rng.standard_normal((400, 3))) is None  # scattered nodes
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_grid_sums_equal_the_nodes_cosine_sums(d):
+    """The rule design's weighted cosine sums on the grid of the nodes' distinct coordinates
+    (glf_phases.grid_sums) equal ``cos(2 pi delta H') @ wp'`` over the nodes themselves, for
+    pruned tensor rules (random nodes dropped), several weight vectors, axes of different
+    sizes (the largest is contracted first) and batches of weight vectors; None for one
+    input and for scattered nodes."""
+    from rfcli.maps import glf_phases
+    from rfcli.maps.glf_rules import tensor_half
+
+    rng = np.random.default_rng(7 + d)
+    sizes = [12, 30, 8][:d]
+    lines = []
+    for q in sizes:
+        x = np.sort(rng.uniform(0.1, 3.0, q // 2))
+        w = rng.uniform(0.5, 1.5, q // 2)
+        lines.append((np.concatenate([-x[::-1], x]), np.concatenate([w[::-1], w])))
+    H, w = tensor_half(lines)
+    keep = rng.random(len(w)) < 0.6
+    H, w = H[keep], w[keep]
+    delta = rng.uniform(-2.0, 2.0, (40, d))
+    wp = w * rng.uniform(0.1, 1.0, (5, len(w)))
+    direct = np.cos(2 * np.pi * delta @ H.T) @ wp.T
+    assert np.max(np.abs(glf_phases.grid_sums(H, wp, delta) - direct)) <= 1e-12 * np.abs(wp).sum()
+    with pytest.MonkeyPatch.context() as mp:  # one weight vector a batch
+        mp.setattr(glf_phases, "GRID_BATCH", 1)
+        assert np.allclose(glf_phases.grid_sums(H, wp, delta), direct, rtol=0, atol=1e-12)
+    assert glf_phases.grid_sums(H[:, :1], wp, delta[:, :1]) is None
+    assert glf_phases.grid_sums(rng.standard_normal((400, d)), np.ones((1, 400)), delta) is None
