@@ -45,7 +45,7 @@ from rfcli.jobs.gpr_learn import (
     theta_of,
     timed,
 )
-from rfcli.jobs.gpr_ranges import F_IN, F_OUT, TrustRegions
+from rfcli.jobs.gpr_ranges import F_IN, F_OUT, TrustRegions, walk_reach
 from rfcli.jobs.gpr_sample import SampleChecks
 from rfcli.jobs.gpr_tolerance import NOISE_REFINE, NOISE_SHARE, DesignTolerance
 from rfcli.learn.gpr import (
@@ -432,6 +432,7 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                 return out
         before_prior = self._tol_for_prior(ranges, starts[0])
         prev, count, hits = None, 0, 0
+        streak: list[tuple[np.ndarray, float]] = []  # the levels on an edge in a row
         while True:
             count += 1
             try:
@@ -494,9 +495,11 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
             lo_hit = (ell <= ranges[:, 0] * 1.0001) & (ranges[:, 0] > self.bounds[:, 0] * 1.0001)
             hi_hit = (ell >= ranges[:, 1] * 0.9999) & (ranges[:, 1] < self.bounds[:, 1] * 0.9999)
             hits = hits + 1 if np.any(lo_hit | hi_hit) else 0
+            streak = [*streak, (np.log(ell), level["lml"])] if hits else []
             if hits > 1:
                 # (the noise: the next level's start's)
-                nxt = self._reach(nxt, ell, lo_hit, hi_hit, F_OUT**hits, len(fmap.w_),
+                reach = min(F_OUT**hits, walk_reach(streak))
+                nxt = self._reach(nxt, ell, lo_hit, hi_hit, reach, len(fmap.w_),
                                   _noise([np.exp(theta)]))  # fmt: skip
             if self.sample_best is not None:
                 # an optimum on its edge heading for the sample scan's best point: the next

@@ -750,6 +750,33 @@ def test_a_long_reach_is_cut_to_the_nodes_the_walk_may_grow_by():
     assert lv._reach(nxt, ell, lo_hit, hi_hit, F_OUT**4, nodes, 0.1)[0, 0] == far[0, 0]
 
 
+def test_a_walk_reaches_as_far_as_its_slowing_rise_predicts():
+    """walk_reach: on a likelihood quadratic along the walk (log lengthscales on a line, the
+    step measured by the largest change of one), the secants' slopes are the derivative at
+    the steps' midpoints, so the predicted optimum is the true one: the reach is F_OUT x
+    e^(its distance beyond the last level), F_OUT where it lies behind it (the rise slowed
+    but still positive); no limit (inf) with fewer than three levels, a rise that did not
+    slow, or a falling one."""
+    from rfcli.jobs.gpr_ranges import F_OUT, walk_reach
+
+    direction = np.array([-1.0, -0.4])  # the first input moves most: the step's length
+
+    def walk(ts, t_opt, a=30.0):
+        return [(np.log([2.0, 0.5]) + t * direction, -a * (t - t_opt) ** 2) for t in ts]
+
+    ts = [0.0, 0.4, 1.0]  # steps of 0.4 and 0.6
+    for t_opt in (1.3, 2.5):
+        assert walk_reach(walk(ts, t_opt)) == pytest.approx(F_OUT * np.exp(t_opt - ts[-1]))
+    # the optimum between the last step's midpoint and the last level: F_OUT
+    assert walk_reach(walk(ts, 0.9)) == pytest.approx(F_OUT)
+    # only the last three levels count
+    assert walk_reach([(np.zeros(2), -1e9), *walk(ts, 2.5)]) == pytest.approx(F_OUT * np.exp(1.5))
+    assert walk_reach(walk(ts[:2], 2.5)) == np.inf
+    convex = [(x, -lml) for x, lml in walk(ts, -1.0)]  # a rise that grows
+    assert walk_reach(convex) == np.inf
+    assert walk_reach(walk(ts, 0.3)) == np.inf  # the LML fell on the last step
+
+
 def test_a_shrinking_level_takes_the_coarsest_tolerance_that_meets_the_noise_target():
     """Before a level around an inside optimum, the tolerance rises by REFINE_FACTOR a step,
     up to the fit's own, while the rule's error on the data at the optimum stays within the
