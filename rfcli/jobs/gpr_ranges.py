@@ -123,7 +123,10 @@ def walk_reach(streak: list[tuple[np.ndarray, float]]) -> float:
     slowed from the first step to the second, the slope, linear in the walk between the
     steps' midpoints, reaches 0 at a predicted optimum a distance D beyond the last level;
     the reach is F_OUT x e^D (F_OUT where the optimum is predicted behind it).  inf (no
-    limit) where the rise did not slow, or fewer than three levels are known.
+    limit) where the rise did not slow, the LML fell, a step did not move, or fewer than
+    three levels are known.  The levels may differ in their rules' tolerances (a walk
+    refines them for the noise), and with ARD the step counts every input: the prediction
+    is rough, and it only ever cuts the reach, so a wrong one costs levels, not the optimum.
     ggplot2::txhousing with --ard: the lengthscale of the date walked 1.80, 1.20, 0.654 with
     LML -3311.1, -3276.3, -3260.4 (the rise 86 then 26 per unit); the growing reach went
     to 0.194 (a rule of 4,517 nodes), where the optimum was 0.459, inside the plain step's
@@ -140,4 +143,6 @@ def walk_reach(streak: list[tuple[np.ndarray, float]]) -> float:
         return np.inf
     # midpoints of the steps at h1 / 2 and h1 + h2 / 2; the slope's zero beyond the last level
     ahead = s2 * (h1 + h2) / 2 / (s1 - s2) - h2 / 2
+    if ahead > 50.0:  # a rise that barely slowed: no limit (e^50, and no overflow)
+        return np.inf
     return float(F_OUT * np.exp(max(ahead, 0.0)))

@@ -1,9 +1,13 @@
 """cos and sin of the phases ``2 pi X H'`` of GLF features (rfcli.maps.gauss_legendre)
 for a rule's nodes H: from per-input factors where a tensor rule's nodes take few distinct
-coordinates per input (docs/gpr.md, Evaluating the features), else from the phases.  The
-map's transform and the rule design's probes (rfcli.maps.glf_rules.kernel_error) use it."""
+coordinates per input (docs/gpr.md, Evaluating the features), else from the phases; the
+map's transform uses them.  And the weighted sums of the cosines over the nodes that the
+rule design's probes need (rfcli.maps.glf_rules.kernel_error), on the grid of the nodes'
+distinct coordinates (:func:`grid_sums`)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -87,10 +91,11 @@ def phase_features(X: np.ndarray, H: np.ndarray, out: np.ndarray, factors) -> No
         out[a : a + r, m:] = C.imag
 
 
-#: a rule whose nodes fill at most GRID_RATIO x their number of cells of the grid of their
-#: distinct coordinates has its weighted cosine sums taken on that grid (:func:`grid_sums`)
+#: a rule whose grid of distinct coordinates per input has at most GRID_RATIO x its number
+#: of nodes cells has its weighted cosine sums taken on that grid (:func:`grid_sums`)
 GRID_RATIO = 8
-#: complex work elements of one batch of weight vectors in :func:`grid_sums`
+#: complex work elements of one batch of weight vectors in :func:`grid_sums` (a batch holds
+#: one vector at least, which may take more)
 GRID_BATCH = 1 << 20
 
 
@@ -103,7 +108,8 @@ def grid_sums(H: np.ndarray, wp: np.ndarray, delta: np.ndarray) -> np.ndarray | 
     the input with the most coordinates, then per difference over the others -- cos and
     sin of p x (sum of the coordinates) phases, where the nodes' own features take p x m
     complex products (a tensor rule's probes in 2-D: 1.7-2.2 against 4.0 ms).  The same sums
-    as the cosines' up to rounding (1e-15 on the design's probes)."""
+    as the cosines' up to rounding (1e-15 on the design's probes).  None also where two nodes
+    share a cell (a tensor rule's never do)."""
     m, d = H.shape
     if d < 2 or not m:
         return None
@@ -113,13 +119,15 @@ def grid_sums(H: np.ndarray, wp: np.ndarray, delta: np.ndarray) -> np.ndarray | 
         axes.append(u)
         index.append(inv)
     shape = [len(u) for u in axes]
-    size = int(np.prod(shape))
+    size = math.prod(shape)  # (Python's integers: no overflow)
     if size > GRID_RATIO * m:
         return None
     first = int(np.argmax(shape))  # contracted by the matrix product
     order = [first, *(j for j in range(d) if j != first)]
     shape = [shape[j] for j in order]
     cells = np.ravel_multi_index(tuple(index[j] for j in order), shape)
+    if len(np.unique(cells)) < m:  # repeated nodes (no tensor rule's): one cell holds one
+        return None
     E = [np.exp(2j * np.pi * np.multiply.outer(delta[:, j], axes[j])) for j in order]
     c0, s0 = np.ascontiguousarray(E[0].real), np.ascontiguousarray(E[0].imag)
     p, k, rest = len(delta), len(wp), size // shape[0]

@@ -262,6 +262,8 @@ def kernel_error(kernel: str, H, w, delta: np.ndarray, ells: np.ndarray) -> floa
     """max |k~ - k| over the probe differences and the lengthscale vectors ``ells`` (unit
     signal variance)."""
     ells = np.atleast_2d(ells)
+    if not len(ells):
+        return 0.0
     wp = np.stack([w * np.exp(log_spectral_density(kernel, H, ell)) for ell in ells])
     approx = grid_sums(H, wp, delta)  # (a tensor rule's nodes on their grid)
     if approx is None:
@@ -277,7 +279,10 @@ def kernel_error(kernel: str, H, w, delta: np.ndarray, ells: np.ndarray) -> floa
     worst = 0.0
     for i, ell in enumerate(ells):
         exact = stationary_kernel(kernel, delta, zero, ell)[:, 0]
-        worst = max(worst, float(np.abs(approx[:, i] - exact).max()))
+        err = float(np.abs(approx[:, i] - exact).max())
+        if not np.isfinite(err):  # (max() would pass over a NaN: no rule meets a NaN)
+            return np.inf
+        worst = max(worst, err)
     return worst
 
 

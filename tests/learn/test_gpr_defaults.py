@@ -9,6 +9,7 @@ optimizer's tolerance -- the bound that follows from maximizing a function withi
 the exact one."""
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -761,12 +762,14 @@ def test_a_walk_reaches_as_far_as_its_slowing_rise_predicts():
 
     direction = np.array([-1.0, -0.4])  # the first input moves most: the step's length
 
-    def walk(ts, t_opt, a=30.0):
-        return [(np.log([2.0, 0.5]) + t * direction, -a * (t - t_opt) ** 2) for t in ts]
+    def walk(ts, t_opt, a=30.0, way=direction):
+        return [(np.log([2.0, 0.5]) + t * way, -a * (t - t_opt) ** 2) for t in ts]
 
     ts = [0.0, 0.4, 1.0]  # steps of 0.4 and 0.6
     for t_opt in (1.3, 2.5):
-        assert walk_reach(walk(ts, t_opt)) == pytest.approx(F_OUT * np.exp(t_opt - ts[-1]))
+        want = F_OUT * np.exp(t_opt - ts[-1])
+        assert walk_reach(walk(ts, t_opt)) == pytest.approx(want)
+        assert walk_reach(walk(ts, t_opt, way=-direction)) == pytest.approx(want)  # upward
     # the optimum between the last step's midpoint and the last level: F_OUT
     assert walk_reach(walk(ts, 0.9)) == pytest.approx(F_OUT)
     # only the last three levels count
@@ -775,6 +778,9 @@ def test_a_walk_reaches_as_far_as_its_slowing_rise_predicts():
     convex = [(x, -lml) for x, lml in walk(ts, -1.0)]  # a rise that grows
     assert walk_reach(convex) == np.inf
     assert walk_reach(walk(ts, 0.3)) == np.inf  # the LML fell on the last step
+    with warnings.catch_warnings():  # a rise that barely slowed: no limit, no overflow
+        warnings.simplefilter("error")
+        assert walk_reach(walk(ts, 1e6, a=1e-9)) == np.inf
 
 
 def test_a_shrinking_level_takes_the_coarsest_tolerance_that_meets_the_noise_target():

@@ -5,6 +5,8 @@ Tolerances come from the estimator's variance: for each pair, the m products
 approximately standard normal (s^2 their sample variance).
 """
 
+import math
+
 import numpy as np
 import pytest
 from scipy.special import gamma as gamma_fn
@@ -209,18 +211,18 @@ def test_glf_features_from_per_input_factors_match_the_phases():
     assert tensor_factors(rng.standard_normal((400, 3))) is None  # scattered nodes
 
 
-@pytest.mark.parametrize("d", [2, 3])
-def test_grid_sums_equal_the_nodes_cosine_sums(d):
+@pytest.mark.parametrize("sizes", [[12, 30], [12, 30, 8], [40, 6, 8]])
+def test_grid_sums_equal_the_nodes_cosine_sums(sizes):
     """The rule design's weighted cosine sums on the grid of the nodes' distinct coordinates
     (glf_phases.grid_sums) equal ``cos(2 pi delta H') @ wp'`` over the nodes themselves, for
-    pruned tensor rules (random nodes dropped), several weight vectors, axes of different
-    sizes (the largest is contracted first) and batches of weight vectors; None for one
-    input and for scattered nodes."""
+    pruned tensor rules (random nodes dropped), several weight vectors, the largest axis
+    first or not (it is contracted first), batches of one vector and a partial last batch;
+    None for one input, scattered nodes and repeated nodes."""
     from rfcli.maps import glf_phases
     from rfcli.maps.glf_rules import tensor_half
 
-    rng = np.random.default_rng(7 + d)
-    sizes = [12, 30, 8][:d]
+    d = len(sizes)
+    rng = np.random.default_rng(7 + sum(sizes))
     lines = []
     for q in sizes:
         x = np.sort(rng.uniform(0.1, 3.0, q // 2))
@@ -232,9 +234,17 @@ def test_grid_sums_equal_the_nodes_cosine_sums(d):
     delta = rng.uniform(-2.0, 2.0, (40, d))
     wp = w * rng.uniform(0.1, 1.0, (5, len(w)))
     direct = np.cos(2 * np.pi * delta @ H.T) @ wp.T
-    assert np.max(np.abs(glf_phases.grid_sums(H, wp, delta) - direct)) <= 1e-12 * np.abs(wp).sum()
-    with pytest.MonkeyPatch.context() as mp:  # one weight vector a batch
-        mp.setattr(glf_phases, "GRID_BATCH", 1)
-        assert np.allclose(glf_phases.grid_sums(H, wp, delta), direct, rtol=0, atol=1e-12)
+    atol = 1e-13 * np.abs(wp).sum(axis=1).max()
+    np.testing.assert_allclose(glf_phases.grid_sums(H, wp, delta), direct, rtol=0, atol=atol)
+    rest = math.prod(len(np.unique(H[:, j])) for j in range(d)) // max(
+        len(np.unique(H[:, j])) for j in range(d)
+    )
+    for batch in (1, 2 * len(delta) * rest):  # one vector a batch; batches of 2, 2, 1
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(glf_phases, "GRID_BATCH", batch)
+            got = glf_phases.grid_sums(H, wp, delta)
+        np.testing.assert_allclose(got, direct, rtol=0, atol=atol)
     assert glf_phases.grid_sums(H[:, :1], wp, delta[:, :1]) is None
     assert glf_phases.grid_sums(rng.standard_normal((400, d)), np.ones((1, 400)), delta) is None
+    twice = np.vstack([H, H[:3]])  # three nodes repeated: one cell cannot hold both
+    assert glf_phases.grid_sums(twice, np.ones((1, len(twice))), delta) is None
