@@ -564,10 +564,11 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
             start = np.exp(theta)
             if self.n_ell == 1:
                 # an optimum on its range's edge lies beyond it: the next level's profiled
-                # search starts halfway (in log) to the next range's end that way, where
-                # the edge point took its uphill steps (ggplot2::txhousing's walk: 6, 6, 6,
-                # 6 and 10 evaluations -> 6, 5, 5, 5 and 9, the same optimum; with ARD,
-                # L-BFGS-B's start moved so ended up to 1.7e-3 nats lower on two sets)
+                # search starts halfway (in log) to the next range's end that way, not at
+                # the edge, from which it spent evaluations on steps uphill
+                # (ggplot2::txhousing's walk: 6, 6, 6, 6 and 10 evaluations -> 6, 5, 5, 5
+                # and 9, the same optimum; ARD's L-BFGS-B, started so, ended up to 1.7e-3
+                # nats lower on two sets and keeps the edge point)
                 start[1] = np.where(lo_hit, np.sqrt(nxt[:, 0] * ell),
                                     np.where(hi_hit, np.sqrt(nxt[:, 1] * ell), ell))[0]  # fmt: skip
             ranges, thetas = nxt, [start]
