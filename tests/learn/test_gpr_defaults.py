@@ -970,10 +970,15 @@ def test_feature_chunks_are_as_equal_as_the_block_size_allows():
     cap = FEATURE_BLOCK_BYTES // (8 * 1783)
     assert _feature_rows(1783, 65536) == cap  # rows unknown (a stream): the block size
     assert _feature_rows(1783, 65536, 3000) == 1500  # not 2,352 + 648
-    for n in (1, 255, 256, cap, cap + 1, 3000, 10_000, 123_457):
+    # rows within one block: two chunks (two threads' work) from 257 rows on
+    assert _feature_rows(100, 65536, 3000) == 1500
+    assert _feature_rows(100, 65536, 256) == 256
+    assert _feature_rows(100, 65536, 300) == 150  # two chunks, made equal
+    for n in (1, 255, 256, 257, 512, cap, cap + 1, 3000, 10_000, 123_457):
         step = _feature_rows(1783, 65536, n)
         chunks = -(-n // step)
-        assert step <= max(cap, 256) and chunks == -(-n // max(cap, 256))
+        assert step <= max(cap, 256)
+        assert chunks == max(-(-n // max(cap, 256)), min(2, -(-n // 256)))
         assert n - (chunks - 1) * step >= step - chunks  # the last chunk nearly full
     assert _feature_rows(1783, 1000, 3000) == 1000  # a smaller chunk_rows still bounds it
 
