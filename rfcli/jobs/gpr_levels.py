@@ -431,8 +431,9 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
             if out is not None:
                 return out
         before_prior = self._tol_for_prior(ranges, starts[0])
-        prev, count, hits = None, 0, 0
-        streak: list[tuple[np.ndarray, float]] = []  # the levels on an edge in a row
+        prev, count = None, 0
+        # the levels whose optimum sat on an edge, in a row: (log lengthscales, LML)
+        streak: list[tuple[np.ndarray, float]] = []
         while True:
             count += 1
             try:
@@ -491,14 +492,14 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                 return state, level["lml"], joined[0], ell
             nxt = self._trust([ell])
             # an optimum on its range's edge again and again (lengthscales running to a bound
-            # level after level): the next range reaches up to F_OUT^hits beyond it (_reach)
+            # level after level): the next range reaches up to F_OUT^(levels in the streak)
+            # beyond it (_reach), less where the streak's slowing rise says (walk_reach)
             lo_hit = (ell <= ranges[:, 0] * 1.0001) & (ranges[:, 0] > self.bounds[:, 0] * 1.0001)
             hi_hit = (ell >= ranges[:, 1] * 0.9999) & (ranges[:, 1] < self.bounds[:, 1] * 0.9999)
-            hits = hits + 1 if np.any(lo_hit | hi_hit) else 0
-            streak = [*streak, (np.log(ell), level["lml"])] if hits else []
-            if hits > 1:
+            streak = [*streak, (np.log(ell), level["lml"])] if np.any(lo_hit | hi_hit) else []
+            if len(streak) > 1:
                 # (the noise: the next level's start's)
-                reach = min(F_OUT**hits, walk_reach(streak))
+                reach = min(F_OUT ** len(streak), walk_reach(streak))
                 nxt = self._reach(nxt, ell, lo_hit, hi_hit, reach, len(fmap.w_),
                                   _noise([np.exp(theta)]))  # fmt: skip
             if self.sample_best is not None:
@@ -566,11 +567,11 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                 # an optimum on its range's edge lies beyond it: the next level's profiled
                 # search starts halfway (in log) to the next range's end that way, not at
                 # the edge, from which it spent evaluations on steps uphill
-                # (ggplot2::txhousing's walk: 6, 6, 6, 6 and 10 evaluations -> 6, 5, 5, 5
-                # and 9, the same optimum; ARD's L-BFGS-B, started so, ended up to 1.7e-3
-                # nats lower on two sets and keeps the edge point)
-                start[1] = np.where(lo_hit, np.sqrt(nxt[:, 0] * ell),
-                                    np.where(hi_hit, np.sqrt(nxt[:, 1] * ell), ell))[0]  # fmt: skip
+                # (ggplot2::txhousing's walk, at a search tolerance of 1e-4: 6, 6, 6, 6 and
+                # 10 evaluations -> 6, 5, 5, 5 and 9, the same optimum; ARD's L-BFGS-B,
+                # started so, ended up to 1.7e-3 nats lower on two sets: it keeps the edge)
+                if lo_hit[0] or hi_hit[0]:
+                    start[1] = np.sqrt(nxt[0, 0 if lo_hit[0] else 1] * ell[0])
             ranges, thetas = nxt, [start]
 
     def _learn(self, red, spectral, ranges: np.ndarray, thetas: list[np.ndarray], where: str):

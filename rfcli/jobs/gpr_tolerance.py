@@ -97,9 +97,12 @@ class DesignTolerance:
         tol = self.tol
         while True:
             tol = min(tol * REFINE_FACTOR, limit)
-            self.tol = tol
             try:
-                return self._map(ranges)
+                fmap = self._map(ranges, tol)
             except RuleTooLarge:
-                if tol >= limit:
-                    raise
+                if tol < limit:
+                    continue
+                self.tol = tol  # (the limit, as the levels go on from it)
+                raise
+            self.tol = tol
+            return fmap

@@ -952,14 +952,16 @@ def test_a_prior_tolerance_that_no_longer_fits_falls_back_to_the_finest_that_doe
     lv = Levels.__new__(Levels)
     fits_from = 1e-3 / REFINE_FACTOR**2  # rules at finer tolerances are too large
 
-    def fake_map(ranges):
-        if lv.tol < fits_from * (1 - 1e-9):
+    def fake_map(ranges, tol=None):  # (as Levels._map: the current tolerance by default)
+        tol = lv.tol if tol is None else tol
+        if tol < fits_from * (1 - 1e-9):
             raise G.RuleTooLarge("too large", 10**6, [1000], [1.0])
-        return ("rule at", lv.tol)
+        return ("rule at", tol)
 
     lv._map = fake_map
     lv.tol = 1e-3 / REFINE_FACTOR**4
     assert lv._coarser_fit(None, 1e-3) == ("rule at", pytest.approx(fits_from))
+    assert lv.tol == pytest.approx(fits_from)  # the levels go on at the tolerance taken
     lv.tol = 1e-3 / REFINE_FACTOR**4
     with pytest.raises(G.RuleTooLarge):
         lv._coarser_fit(None, fits_from / REFINE_FACTOR)  # not even the limit fits
