@@ -159,7 +159,7 @@ class Encoder:
         if not turns:
             # the maps' products and reductions see rows in one layout whatever the chunk's:
             # a row-major copy of a column-major chunk (transform_turns instead copies each
-            # 256-row block into its own column-major array; preprocessing copies row-major)
+            # 256-row block into its own row-major array; preprocessing copies row-major)
             Xp = np.ascontiguousarray(Xp)
         for b0 in range(row0 - row0 % R, row0 + n, R):
             lo, hi = max(b0, row0), min(b0 + R, row0 + n)

@@ -425,7 +425,7 @@ def test_paths_as_pathlib_objects(rows, tmp_path):
 def test_feature_columns_of_one_array_are_copied_as_a_block_with_the_same_values():
     """A NumPy array's batches hand over strided column views; consecutive ones are read as
     one 2-D block (a copy: the caller's array is never written), others are stacked."""
-    from rfcli.io.readers import _feature_block
+    from rfcli.io.readers import _feature_block, column_stride
 
     X = np.random.default_rng(0).standard_normal((100, 5))
     cols = {f"x{j}": X[10:60, j] for j in range(5)}
@@ -440,7 +440,17 @@ def test_feature_columns_of_one_array_are_copied_as_a_block_with_the_same_values
     # columns read one by one (Parquet's, CSV's): column-major on request
     apart = {f"x{j}": np.ascontiguousarray(X[:, j]) for j in range(5)}
     F = _feature_block(apart, ["x0", "x2", "x4"], np.float32, "F")
-    assert F.flags.f_contiguous and np.array_equal(F, X[:, [0, 2, 4]].astype(np.float32))
+    assert F.strides == (4, column_stride(100, 4))
+    assert np.array_equal(F, X[:, [0, 2, 4]].astype(np.float32)) and F.flags.writeable
+    # ... whose columns never lie a multiple of 4 KiB apart (they would share a cache set:
+    # the encoder's row-major copy of a block then missed on every value)
+    for n, dtype in ((8192, np.float32), (8192, np.float64), (1000, np.float32)):
+        many = {f"x{j}": np.arange(n, dtype=np.float64) + j for j in range(3)}
+        B = _feature_block(many, ["x0", "x1", "x2"], dtype, "F")
+        size = np.dtype(dtype).itemsize
+        assert B.strides[0] == size and B.strides[1] % 4096 == 64
+        assert n * size <= B.strides[1] < n * size + 4096
+        assert np.array_equal(B, np.column_stack([many[c] for c in many]).astype(dtype))
     assert _feature_block(apart, ["x0", "x2"], np.float32).flags.c_contiguous
     src = ArraySource(X, extra={"y": np.zeros(100)})
     sel = select_columns(src, None, "y", [])
