@@ -1,6 +1,7 @@
 """The jobs: what each command does, as library functions (one module each).
 
-* :mod:`rfcli.jobs.encode` -- ``encode`` (input -> store), :mod:`rfcli.jobs.decode`,
+* :mod:`rfcli.jobs.encode` -- ``encode`` (input -> store; resuming an interrupted one:
+  :mod:`rfcli.jobs.encode_resume`), :mod:`rfcli.jobs.decode`,
   :mod:`rfcli.jobs.fit_quantizer` (empirical quantizers);
 * :mod:`rfcli.jobs.train` (svm, krr), :mod:`rfcli.jobs.train_gpr` (GP regression),
   :mod:`rfcli.jobs.predict`, :mod:`rfcli.jobs.evaluate`;
