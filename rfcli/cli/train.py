@@ -335,10 +335,12 @@ def train_cmd(ui, input_path, model, output, engine, scheduler, workers, overwri
     svm/krr choose C / alpha (auto) by 5-fold cross-validation over a grid that is extended
     at its edges, then refit on all rows.  The SVM keeps the decoded features in memory
     between its passes when they fit --cache-mb (else the packed codes, else it reads the
-    store chunk by chunk); krr reads the store chunk by chunk.  gpr makes one pass for V'V
-    and V'y, then learns its hyperparameters from those statistics alone (Gauss-Legendre
-    features), and stores the weight posterior: `predict` gives mean and std.  Model files
-    embed the encoder, so `predict` and `evaluate` also take raw data.
+    store chunk by chunk); krr reads the store chunk by chunk.  gpr on a store makes one
+    pass for V'V and V'y and learns its hyperparameters from those statistics alone; from
+    raw INPUT (Gauss-Legendre features) it makes a pass per quadrature rule, the rules
+    following the lengthscales it reaches (or fits the exact GP of the rows where that
+    costs less).  Either way it stores the weight posterior: `predict` gives mean and std.
+    Model files embed the encoder, so `predict` and `evaluate` also take raw data.
 
     \b
     Examples:
