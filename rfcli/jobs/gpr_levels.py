@@ -126,7 +126,7 @@ def _glf_pass(data, d: int, k: int, seed: int, shift: float = 0.0, keep_rows: bo
     ext = PassExtras(d, k, seed)
     for b in data.batches():
         y = np.asarray(b.y, dtype=np.float64)
-        st.update(b.F, y, copy=False)  # the map's new output
+        st.update(b.F, y, copy=False, inputs=b.X)  # the map's new output
         ext.update(b.row0, b.X, y)
     return st, ext
 
@@ -211,8 +211,15 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
             self.xy = ext.sample.rows
         self.n = st.n
         with timed(self.clock, "factor of G"), one_blas_thread():
-            red = st.reduced(weights=box_weights(fmap, ranges), noise=noise)
+            red = st.reduced(weights=box_weights(fmap, ranges), noise=noise,
+                             kernel=self._basis_kernel(ranges))  # fmt: skip
         return enc, st, red, glf_spectral(fmap, self.s.ard)
+
+    def _basis_kernel(self, ranges: np.ndarray) -> tuple | None:
+        """The exact kernel whose factor on the kept rows is their factor's first basis
+        (:meth:`rfcli.learn.gpr.Reduced.from_rows`): the fit's kernel at the level's
+        smallest lengthscales, whose spectrum reaches furthest out."""
+        return self.s.kernel, self._full(ranges[:, 0])
 
     def _full(self, ell: np.ndarray) -> np.ndarray:
         """Lengthscale parameters -> one lengthscale per input."""
@@ -604,7 +611,8 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                 break
             noise *= REFACTOR_NATS / lost / REFACTOR_FACTOR
             with timed(self.clock, "factor of G"), one_blas_thread():
-                finer = st.reduced(weights=box_weights(fmap, ranges), noise=noise)
+                finer = st.reduced(weights=box_weights(fmap, ranges), noise=noise,
+                                   kernel=self._basis_kernel(ranges))  # fmt: skip
             if finer.r == red.r:
                 break
             red = finer

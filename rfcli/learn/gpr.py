@@ -19,15 +19,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from rfcli.errors import InputError
-from rfcli.learn.gpr_factor import FeatureWeights, gram_pivoted_cholesky, rows_pivoted_cholesky
+from rfcli.learn.gpr_factor import (
+    BASIS_SLACK,
+    FeatureWeights,
+    envelope_of,
+    gram_pivoted_cholesky,
+    kernel_pivoted_cholesky,
+    rows_pivoted_cholesky,
+)
 from rfcli.learn.gpr_optimize import LMLTerms, lml_and_grad_of
 from rfcli.learn.linear import MODELS, LinearModel
 from rfcli.learn.ridge import RidgeStats
 from rfcli.learn.tiles import (
+    column_sq_norms,
     gram_temp_bytes,
     inverse_sq_column_norms,
     left_product,
@@ -52,6 +61,9 @@ class GPStats:
     row counts, so the result never depends on the threads.  Statistics add (``+``) in row
     order.
 
+    Kept rows may come with their inputs (``update(..., inputs=X)``): :meth:`reduced` then
+    tries the exact kernel's factor on them as the rows' basis (``kernel``).
+
     ``shift``: a number near the targets (the job takes the first row's) subtracted before
     summing, so that y'y - n mean^2 keeps its digits for offset targets (a year, a price in
     cents: the variance would otherwise be a difference of two numbers 1e8 times larger)."""
@@ -60,9 +72,11 @@ class GPStats:
         self.m, self.n = int(m), 0
         self.shift = float(shift)
         self.blocks: list[tuple[np.ndarray, np.ndarray]] | None = []  # None: folded into sums
+        # the kept rows' inputs, where every block came with them (None: not all did)
+        self.inputs: list[np.ndarray] | None = []
         self.sums: RidgeStats | None = None  # the sum form
         if not keep_rows:
-            self.blocks, self.sums = None, RidgeStats(self.m, 1)
+            self.blocks, self.inputs, self.sums = None, None, RidgeStats(self.m, 1)
 
     @staticmethod
     def keeps_rows(n_rows: int | None, m: int) -> bool:
@@ -70,15 +84,20 @@ class GPStats:
         (``keep_rows``): at most m of them, or an unknown count."""
         return n_rows is None or n_rows <= m
 
-    def update(self, V: np.ndarray, y: np.ndarray, copy: bool = True) -> None:
-        """Add rows: features V, targets y.  Kept rows are copied (a caller may reuse its
-        buffer) unless ``copy`` is False: V is then the caller's no more (a map's new
-        output) and is kept as it is when it is float64."""
+    def update(self, V: np.ndarray, y: np.ndarray, copy: bool = True, inputs=None) -> None:
+        """Add rows: features V, targets y (``inputs``: the rows' inputs, kept with kept
+        rows: the exact kernel's basis of :meth:`reduced`).  Kept rows are copied (a caller
+        may reuse its buffer) unless ``copy`` is False: V is then the caller's no more (a
+        map's new output) and is kept as it is when it is float64."""
         y = np.asarray(y, dtype=np.float64) - self.shift
         if self.blocks is not None and self.n + len(y) <= self.m:
             # kept (summed rows need no copy)
             V = np.array(V, dtype=np.float64) if copy else np.asarray(V, dtype=np.float64)
             self.blocks.append((V, y))
+            if inputs is None or self.inputs is None:
+                self.inputs = None
+            else:
+                self.inputs.append(np.array(inputs, dtype=np.float64))
             self.n += len(y)
             return
         self._fold()
@@ -105,6 +124,8 @@ class GPStats:
         if len(self.blocks) > 1:
             V = np.vstack([b[0] for b in self.blocks])
             self.blocks = [(V, np.concatenate([b[1] for b in self.blocks]))]
+            if self.inputs:
+                self.inputs = [np.vstack(self.inputs)]
         return self.blocks[0]
 
     def _fold(self) -> None:
@@ -112,7 +133,7 @@ class GPStats:
         if self.blocks is None:
             return
         V, y = self.rows()
-        self.blocks = None
+        self.blocks = self.inputs = None
         self.sums = RidgeStats(self.m, 1)
         self.sums.update(V, y[:, None])
 
@@ -122,6 +143,8 @@ class GPStats:
         out = GPStats(self.m, self.shift)
         if self.blocks is not None and other.blocks is not None and self.n + other.n <= self.m:
             out.blocks, out.n = self.blocks + other.blocks, self.n + other.n
+            both = self.inputs is not None and other.inputs is not None
+            out.inputs = self.inputs + other.inputs if both else None
             return out
         # the two folds (a Gram product each, when the parts kept their rows) at once on
         # the tile threads
@@ -133,7 +156,7 @@ class GPStats:
         if self.blocks is None:
             return self
         out = GPStats(self.m, self.shift)
-        out.blocks, out.n = list(self.blocks), self.n
+        out.blocks, out.n, out.inputs = list(self.blocks), self.n, None
         out._fold()
         return out
 
@@ -155,7 +178,7 @@ class GPStats:
 
     def reduced(
         self, rel_tol: float = 1e-12, weights: FeatureWeights | None = None,
-        noise: float | None = None,
+        noise: float | None = None, kernel: tuple | None = None,
     ) -> Reduced:  # fmt: skip
         """:class:`Reduced` of the standardized targets: from the rows (their Gram
         matrix) while they are kept, its features weighed by ``weights``
@@ -167,14 +190,20 @@ class GPStats:
         1.4e-5 nats, at any threshold: rounding; the weighted rows' factor within 2e-5 nats
         there, docs/gpr.md).  ``noise``: the noise/signal ratio the learning is expected to
         reach, which lets a weighted factor stop earlier (the residual's weighted trace
-        FACTOR_NATS x it)."""
+        FACTOR_NATS x it).  ``kernel``: (name, lengthscales) of the exact kernel whose
+        factor on the kept rows' inputs is tried first as the rows' basis
+        (:meth:`Reduced.from_rows`, ``basis``), where the rows came with their inputs."""
         if self.blocks is None:
             _, _, c, yty = self.standardized()
             return Reduced(self.sums.G, c, yty, self.n, rel_tol, weights, noise)  # G's upper
         if self.n < 2:
             raise InputError("GP regression needs at least 2 rows")
         V, ys, _, _ = self._standardized_rows()
-        return Reduced.from_rows(V, ys, rel_tol, weights, noise)
+        basis = None
+        if kernel is not None and self.inputs:
+            X = self.inputs[0]  # stacked with the rows
+            basis = partial(kernel_pivoted_cholesky, X, kernel[0], kernel[1], rel_tol)
+        return Reduced.from_rows(V, ys, rel_tol, weights, noise, basis)
 
     def factor_nats(self, theta, red: Reduced, spectral: Spectral) -> float | None:
         """:func:`factor_nats` of ``red`` made from these statistics (the rows, or the sums:
@@ -255,6 +284,7 @@ class Reduced:
     def from_rows(
         cls, V: np.ndarray, y: np.ndarray, rel_tol: float = 1e-12,
         weights: FeatureWeights | None = None, noise: float | None = None,
+        basis: Callable | None = None,
     ) -> Reduced:  # fmt: skip
         """The same kind of factor from the rows (V n x m, n <= m, standardized y), through
         the rows' Gram matrix ``W = V V'`` (weighted: ``V diag(w) V'``, below): its
@@ -279,14 +309,23 @@ class Reduced:
         (:meth:`rfcli.learn.gpr_factor.FeatureWeights.scale`), as a factor made for that
         lengthscale alone would have it: ggplot2::diamonds ARD's last level, 11,232
         features on 3,000 rows, rank 566 unweighted, 401 weighted (docs/gpr.md, What it
-        costs)."""
+        costs).
+
+        ``basis`` (with weights and a noise): ``basis(t) -> (F, r)``, a factor of the exact
+        kernel matrix of the rows' inputs stopped at the trace t
+        (:func:`rfcli.learn.gpr_factor.kernel_pivoted_cholesky`), tried first as Q's source
+        (:meth:`_from_basis`); the rows' own factor where its span leaves too much."""
         import scipy.linalg as sla
 
         V = np.asarray(V, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         n, m = V.shape
-        out = cls.__new__(cls)
         trace_tol = trace_tolerance(noise) if weights is not None else 0.0
+        if basis is not None and trace_tol > 0:
+            out = cls._from_basis(V, y, basis, weights, trace_tol)
+            if out is not None:
+                return out
+        out = cls.__new__(cls)
         F, r, left = rows_pivoted_cholesky(V, rel_tol, weights, trace_tol)  # W ~= F F'
         if r == 0:
             out.P, out.z = np.zeros((0, m)), np.zeros(0)
@@ -303,6 +342,45 @@ class Reduced:
         out.zz = float(out.z @ out.z)
         out.yty, out.n, out.r = out.zz + float(resid @ resid), int(n), r
         out.trace_left = left if weights is not None else None  # the residual's trace
+        return out
+
+    @classmethod
+    def _from_basis(cls, V, y, basis: Callable, weights: FeatureWeights, trace_tol: float):
+        """:meth:`from_rows` on the span Q of the first columns of ``basis(t)`` (F, r: the
+        exact kernel's factor at the level's smallest lengthscales, stopped at the trace t,
+        BASIS_SLACK x ``trace_tol`` in the units of the exact kernel's trace n), ``P =
+        Q'V``, as few as leave at most ``trace_tol`` of the envelope's trace; None where
+        what Q leaves out of the features' envelope, ``sum_k w_k ||v_k - Q Q'v_k||^2 =
+        sum_k w_k (g_k - ||p_k||^2)``, exceeds ``trace_tol`` (from_rows then factors the
+        rows' own Gram matrix).  That trace, not a pivoted Cholesky's residual trace (of
+        which it is at most the sum), is what log det K~ can lose on Q's span
+        (docs/methods.md).  The exact kernel's columns cost O(n d) each where the rows'
+        Gram matrix's cost O(n m) (ggplot2::txhousing's last level, 3,000 rows of 4,482
+        features: the factor step 0.58 against 0.87-0.92 s, 563 columns kept against rank 578)."""
+        import scipy.linalg as sla
+
+        w = envelope_of(weights)
+        whole = float(w @ column_sq_norms(V))  # tr V diag(w) V'
+        if not whole > 0:
+            return None
+        # (the exact kernel's trace is n: its stop scaled to the envelope's)
+        F, r = basis(BASIS_SLACK * trace_tol * len(y) / whole)
+        if not r:
+            return None
+        Q = sla.qr(F, mode="economic", check_finite=False)[0]
+        out = cls.__new__(cls)
+        P = left_product(Q, V)
+        # what the first k columns of Q leave out, k = 1..r (they span F's first k)
+        lefts = whole - np.cumsum((P * P) @ w)
+        if not lefts[-1] <= trace_tol:
+            return None
+        r = int(np.flatnonzero(lefts <= trace_tol)[0]) + 1  # the fewest that meet it
+        Q, out.P, left = Q[:, :r], P[:r], float(lefts[r - 1])
+        out.z = Q.T @ y
+        resid = y - Q @ out.z
+        out.zz = float(out.z @ out.z)
+        out.yty, out.n, out.r = out.zz + float(resid @ resid), len(y), r
+        out.trace_left = max(left, 0.0)
         return out
 
 

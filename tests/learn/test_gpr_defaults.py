@@ -1001,9 +1001,9 @@ def test_a_pass_that_keeps_its_rows_keeps_the_maps_output_in_one_chunk(tmp_path,
     seen = []
     update = GPStats.update
 
-    def spy(self, V, y, copy=True):
+    def spy(self, V, y, copy=True, inputs=None):
         seen.append((self.m, len(y), copy))
-        return update(self, V, y, copy)
+        return update(self, V, y, copy, inputs)
 
     monkeypatch.setattr(GPStats, "update", spy)
     path, _, _ = _smooth(tmp_path, "few", 0.05, n=400)
