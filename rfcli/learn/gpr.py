@@ -328,8 +328,8 @@ class Reduced:
         out = cls.__new__(cls)
         F, r, left = rows_pivoted_cholesky(V, rel_tol, weights, trace_tol)  # W ~= F F'
         if r == 0:
-            out.P, out.z = np.zeros((0, m)), np.zeros(0)
-            resid = y
+            Q = np.zeros((n, 0))
+            out.P = np.zeros((0, m))
         else:
             # (P = (R L^-1) V_S from F = Q R and the pivot rows V_S = L O, L = F[pivots],
             # costs 2 r^2 m instead of 2 n r m, but V ~= V_S's projection is a coarser
@@ -337,12 +337,19 @@ class Reduced:
             # at noise/signal 1e-6, 10x at 0.05; tried in December 2026, not taken)
             Q = sla.qr(F, mode="economic", check_finite=False)[0]
             out.P = left_product(Q, V)
-            out.z = Q.T @ y
-            resid = y - Q @ out.z
-        out.zz = float(out.z @ out.z)
-        out.yty, out.n, out.r = out.zz + float(resid @ resid), int(n), r
-        out.trace_left = left if weights is not None else None  # the residual's trace
-        return out
+        # (the residual's trace)
+        return out._targets_on(Q, y, left if weights is not None else None)
+
+    def _targets_on(self, Q: np.ndarray, y: np.ndarray, trace_left: float | None) -> Reduced:
+        """The targets' part on the rows' basis Q (n x r, P set): ``z = Q'y``, and ``y'y -
+        z'z`` as the residual of y off Q's span, summed directly (no cancellation when the
+        features interpolate the targets); the rank r and the trace left."""
+        self.z = Q.T @ y
+        resid = y - Q @ self.z
+        self.zz = float(self.z @ self.z)
+        self.yty, self.n, self.r = self.zz + float(resid @ resid), len(y), Q.shape[1]
+        self.trace_left = trace_left
+        return self
 
     @classmethod
     def _from_basis(cls, V, y, basis: Callable, weights: FeatureWeights, trace_tol: float):
@@ -375,13 +382,8 @@ class Reduced:
         if not lefts[-1] <= trace_tol:
             return None
         r = int(np.flatnonzero(lefts <= trace_tol)[0]) + 1  # the fewest that meet it
-        Q, out.P, left = Q[:, :r], P[:r], float(lefts[r - 1])
-        out.z = Q.T @ y
-        resid = y - Q @ out.z
-        out.zz = float(out.z @ out.z)
-        out.yty, out.n, out.r = out.zz + float(resid @ resid), len(y), r
-        out.trace_left = max(left, 0.0)
-        return out
+        out.P = P[:r]
+        return out._targets_on(Q[:, :r], y, max(float(lefts[r - 1]), 0.0))
 
 
 #: the log marginal likelihood a weighted rows' factor may lose at the noise/signal ratio the
