@@ -526,3 +526,17 @@ def test_statistics_keep_their_rows_inputs_for_the_basis_while_they_keep_the_row
     summed = gpr.GPStats(10)  # more rows than features: summed, no inputs
     summed.update(V[:20, :10], y[:20], inputs=X[:20])
     assert summed.inputs is None
+
+
+def test_a_factor_on_the_exact_kernels_basis_is_the_same_on_any_number_of_threads():
+    from functools import partial
+
+    from rfcli.learn import gpr
+
+    fmap, V, y, fw, X, ranges = _weighted_case_inputs("matern52", True)
+    basis = partial(gf.kernel_pivoted_cholesky, X, "matern52", ranges[:, 0], 1e-12)
+    out = []
+    for threads in (1, 3):
+        with tile_threads(threads):
+            out.append(gpr.Reduced.from_rows(V, y, weights=fw, noise=1e-3, basis=basis))
+    assert np.array_equal(out[0].P, out[1].P) and out[0].trace_left == out[1].trace_left
