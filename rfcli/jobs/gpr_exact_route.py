@@ -91,8 +91,10 @@ class ExactRoute:
         EXACT_STEP_RATIO, as its L-BFGS-B runs over the whole bounds.  A level: about
         2 r^2 m per step (A = P D P' and the gradient's product, r the features' rank on the
         data), and, shared by LEVEL_STEPS steps, its pass (n m^2; with more features than
-        rows the rows' factor by blocks, 2 n m r for the pivots' columns, and the basis,
-        2 n r m: rfcli.learn.gpr_factor) and LEVEL_FLOPS for its
+        rows the rows' own factor by blocks, 2 n m r for the pivots' columns, and P = Q'V,
+        2 n r m: rfcli.learn.gpr_factor; where the exact kernel's basis serves, as it
+        usually does since December 2026, the first of them is O(n r d), so the model
+        overstates such a level: its calibration predates the basis) and LEVEL_FLOPS for its
         rule design and kernel error checks.  r is estimated on the row sample only when the
         bounds r <= min(n, m) do not decide: its rank there when the sample is every row or
         the rank stops short of the sample's size (smooth features of clustered inputs:
