@@ -540,3 +540,21 @@ def test_a_factor_on_the_exact_kernels_basis_is_the_same_on_any_number_of_thread
         with tile_threads(threads):
             out.append(gpr.Reduced.from_rows(V, y, weights=fw, noise=1e-3, basis=basis))
     assert np.array_equal(out[0].P, out[1].P) and out[0].trace_left == out[1].trace_left
+
+
+def test_only_gaussian_levels_take_the_exact_kernels_basis():
+    """A Gaussian level's basis is its kernel at the range's smallest lengthscales (one per
+    input); a Matern level keeps the rows' own factor (None)."""
+    from types import SimpleNamespace
+
+    from rfcli.jobs.gpr_levels import Levels
+
+    ranges = np.array([[0.2, 0.5], [0.3, 0.9]])
+    for kernel in ("gaussian", "matern12", "matern32", "matern52"):
+        lv = SimpleNamespace(s=SimpleNamespace(kernel=kernel), n_ell=2, d=2)
+        lv._full = lambda ell, lv=lv: Levels._full(lv, ell)
+        out = Levels._basis_kernel(lv, ranges)
+        if kernel == "gaussian":
+            assert out[0] == "gaussian" and np.array_equal(out[1], [0.2, 0.3])
+        else:
+            assert out is None
