@@ -454,29 +454,31 @@ def _design_rule(kernel, width, ranges, tol, seed, ard, cutoff, rule, max_nodes)
 def _grow_tensor(kernel, width, ranges, tol, seed, ard, L, lines, max_nodes) -> dict[str, Any]:
     """Tensor product of ``lines``, pruned, grown until its kernel error meets tol; the pruned
     size is what the budget is checked against."""
-    d = len(width)
     delta = probe_differences(width, seed)
     ells = probe_lengthscales(ranges, ard)
     while True:
         q = [ln.q for ln in lines]
         full = int(np.prod(q)) // 2
         pruned = full <= TENSOR_MAX  # else not built: too large to prune here
-        if not pruned:
-            H, w = np.zeros((full, d)), np.zeros(full)
-        else:
+        if pruned:
             H, w = tensor_half([ln.nodes() for ln in lines])
             H, w = _prune(kernel, H, w, ells, PRUNE_SHARE * tol)
-        if len(w) > max_nodes:
+        # (a tensor past TENSOR_MAX is counted, not built: ggplot2::diamonds with Matern
+        # 1/2 asked for 9e9 nodes, an array of 404 GiB)
+        size = len(w) if pruned else full
+        if size > max_nodes:
             lo, hi = ranges[:, 0], ranges[:, 1]
             raise RuleTooLarge(
-                f"GLF needs more than {max_nodes} nodes ({len(w)}"
+                f"GLF needs more than {max_nodes} nodes ({size}"
                 f"{'' if pruned else ' before pruning'} at q={q}, "
                 f"L={[round(float(v), 3) for v in L]}) for tol={tol:g} with lengthscales "
                 f"{_fmt(lo)} to {_fmt(hi)} on this data range (box widths {_fmt(width)})",
-                len(w),
+                size,
                 q,
                 [float(v) for v in L],
             )
+        if not pruned:  # within the budget (a budget past TENSOR_MAX nodes): unpruned
+            H, w = tensor_half([ln.nodes() for ln in lines])
         err = kernel_error(kernel, H, w, delta, ells)
         if err <= tol:
             break

@@ -564,6 +564,24 @@ def test_the_budget_is_checked_after_pruning():
         G.design_rule("matern52", width, ranges, 1e-3, ard=False, max_nodes=pruned - 1)
 
 
+def test_a_tensor_past_what_can_be_pruned_is_counted_not_built(monkeypatch):
+    """A tensor rule of more nodes than TENSOR_MAX is refused by its count before pruning,
+    without an array of that many nodes (Matern 1/2 on ggplot2::diamonds' 3-D box asked for
+    9e9 nodes: an allocation of 404 GiB, reported as out of memory)."""
+    monkeypatch.setattr(G, "TENSOR_MAX", 1000)
+    zeros = np.zeros
+
+    def small_zeros(shape, *a, **k):  # a node array past the budget would be a bug here
+        assert np.prod(shape) < 10**6, shape
+        return zeros(shape, *a, **k)
+
+    monkeypatch.setattr(G.np, "zeros", small_zeros)
+    width, ranges = np.array([3.0, 3.0, 3.0]), np.array([[0.05, 1.0]] * 3)
+    with pytest.raises(G.RuleTooLarge) as e:
+        G.design_rule("matern12", width, ranges, 1e-3, ard=False, max_nodes=500)
+    assert "before pruning" in str(e.value) and e.value.nodes > 1000
+
+
 def test_the_kernel_tolerance_follows_a_small_learned_noise(tmp_path):
     """Nearly noise-free targets (noise/signal ~1e-5): the default tol (1e-3 of the signal)
     would be far above the noise; the levels refine the rule until the kernel matrix's error
