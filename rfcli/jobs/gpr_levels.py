@@ -306,7 +306,7 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
         try:
             fmap = self._map(ranges)
         except RuleTooLarge as e:
-            raise self._too_large(e, "for the coarse scan") from None
+            return self._rows_only(e)
         # (weighted over the grids' reach: their points may pass the ranges by 1e-4)
         reach = ranges * np.array([0.9999, 1.0001])
         enc, st, red, spectral = self._pass(
@@ -348,6 +348,35 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                     if not e
                 ] + [extra]
         return starts
+
+    def _rows_only(self, e: RuleTooLarge) -> list[dict]:
+        """No coarse rule fits the budget (a Matern 1/2 kernel's heavy spectrum: 387,371
+        nodes at the box's width on ggplot2::txhousing, 2-D): where the exact GP of the rows
+        can run, a pass on a rule of one node pair per input keeps the rows (its features
+        serve no fit), and the exact GP's scan on the row sample over the whole bounds gives
+        the starts; the levels then find no rule that fits there and hand over to the exact
+        GP (:meth:`_refine`).  Else the refusal ``e``."""
+        s = self.s
+        if not self.exact_rows:
+            raise self._too_large(e, "for the coarse scan") from None
+        lb = self.bounds[0].tolist() if self.n_ell == 1 else self.bounds.tolist()
+        carrier = GaussLegendreMap(kernel=s.kernel, lengthscale_bounds=lb, nodes=[2],
+                                   cutoff=[1.0], seed=s.seed)  # fmt: skip
+        with one_blas_thread():
+            carrier.fit(self.d, box=(np.zeros(self.d), self.width))
+        _, st, _, _ = self._pass(carrier, "the rows, for the exact GP", self.bounds)
+        if not self._exact_ready():
+            raise self._too_large(e, "for the coarse scan") from None
+        xy = self.xy[: s.scan_rows]
+        mu, sd, _, _ = st.standardized()
+        evaluate = exact_profile(xy[:, :-1], (xy[:, -1] - mu) / sd, s.kernel, s.signal_bounds,
+                                 s.noise_bounds)  # fmt: skip
+        with timed(self.clock, "sample scan"), one_blas_thread():
+            pts = scan(evaluate, scan_grids(self.bounds), sweeps=1, progress=self.progress,
+                       title=f"GP scan (exact GP on {len(xy)} sample rows)")  # fmt: skip
+        self.report["sample_scan"] = scan_report(pts, f"exact GP on {len(xy)} sample rows")
+        self.report["coarse_rule"] = f"none fits ({e}): the exact GP of the rows"
+        return pick_starts(pts, s.starts, lml_margin(len(xy)))
 
     def _sample_scan(self, ranges: np.ndarray, st: GPStats) -> dict | None:
         """Exact GP on the row sample over the whole bounds: its best point when that lies

@@ -139,6 +139,28 @@ def test_a_rule_over_the_budget_is_no_refusal_when_the_rows_fit(tmp_path):
     assert rep["exact_rows"] == 400
 
 
+def test_no_coarse_rule_that_fits_is_no_refusal_when_the_rows_fit(tmp_path):
+    """Matern 1/2 on a 2-D box: even the coarse rule at the box's width is over the budget
+    (its heavy spectrum: millions of nodes); the exact GP of the rows fits it, from the
+    exact scan's starts on the row sample -- its optimum, the same as the exact GP's own
+    search from there; refused without the exact route."""
+    path, X, y = _rough(tmp_path, n=300, d=2, seed=5)
+    read = ReadSettings(label="y")
+    with pytest.raises(UsageError, match="coarse scan"):
+        train_gpr(str(path), None, GPRSettings(kernel="matern12", exact=False), read)
+    res = train_gpr(str(path), None, GPRSettings(kernel="matern12"), read)
+    rep = res.report
+    assert rep["exact_rows"] == 300 and "none fits" in rep["coarse_rule"]
+    assert [lv["kind"] for lv in rep["levels"]] == ["exact"]
+    # the LML it reports is the exact GP's at its hyperparameters (the textbook formula)
+    lv = rep["levels"][-1]
+    theta = np.log([rep["signal_variance"] / np.var(y), *lv["lengthscale"],
+                    rep["noise_variance"] / np.var(y)])  # fmt: skip
+    Xs = (X - X.mean(0)) / X.std(0)
+    ys = (y - y.mean()) / y.std()
+    assert _dense_lml(Xs, ys, theta, "matern12") == pytest.approx(lv["lml"], abs=1e-6)
+
+
 def test_the_exact_model_is_the_same_on_any_thread_count_and_chunking(tmp_path):
     path, _, _ = _rough(tmp_path)
     models = []
