@@ -367,33 +367,36 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
         _, st, _, _ = self._pass(carrier, "the rows, for the exact GP", self.bounds)
         if not self._exact_ready():
             raise self._too_large(e, "for the coarse scan") from None
+        X, _, _, pts = self._exact_scan(st)
+        self.report["coarse_rule"] = f"none fits ({e}): the exact GP of the rows"
+        return pick_starts(pts, s.starts, lml_margin(len(X)))
+
+    def _exact_scan(self, st: GPStats):
+        """The exact GP's profiled LML on the row sample's first ``scan_rows`` rows (targets
+        standardized by the pass's statistics ``st``) over the bounds' scan grids, reported
+        as the sample scan: (X, y, the grids, the scan points)."""
+        s = self.s
         xy = self.xy[: s.scan_rows]
         mu, sd, _, _ = st.standardized()
-        evaluate = exact_profile(xy[:, :-1], (xy[:, -1] - mu) / sd, s.kernel, s.signal_bounds,
-                                 s.noise_bounds)  # fmt: skip
+        X, y = xy[:, :-1], (xy[:, -1] - mu) / sd
+        evaluate = exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds)
+        grids = scan_grids(self.bounds)
         with timed(self.clock, "sample scan"), one_blas_thread():
-            pts = scan(evaluate, scan_grids(self.bounds), sweeps=1, progress=self.progress,
+            pts = scan(evaluate, grids, sweeps=1, progress=self.progress,
                        title=f"GP scan (exact GP on {len(xy)} sample rows)")  # fmt: skip
         self.report["sample_scan"] = scan_report(pts, f"exact GP on {len(xy)} sample rows")
-        self.report["coarse_rule"] = f"none fits ({e}): the exact GP of the rows"
-        return pick_starts(pts, s.starts, lml_margin(len(xy)))
+        return X, y, grids, pts
 
     def _sample_scan(self, ranges: np.ndarray, st: GPStats) -> dict | None:
         """Exact GP on the row sample over the whole bounds: its best point when that lies
         outside the coarse rule's ``ranges`` and beats the best point inside them by more than
         the margin (a start for the levels); else None."""
         s = self.s
-        xy = self.xy[: s.scan_rows]
-        if len(xy) < 10:
+        if len(self.xy[: s.scan_rows]) < 10:
             return None
-        mu, sd, _, _ = st.standardized()
-        X, y = xy[:, :-1], (xy[:, -1] - mu) / sd
-        evaluate = exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds)
+        X, y, grids, pts = self._exact_scan(st)
         alone = exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds, concurrent=False)
-        grids = scan_grids(self.bounds)
         with timed(self.clock, "sample scan"), one_blas_thread():
-            pts = scan(evaluate, grids, sweeps=1, progress=self.progress,
-                       title=f"GP scan (exact GP on {len(xy)} sample rows)")  # fmt: skip
             # the grid's best point, a factor 1.47 (1.78 with ARD) from the next, moved to
             # the sample's maximum between them: it centres the first level's rule
             # (ggplot2::diamonds: grid point 4.18, polished 3.58, optimum on all rows 3.05;
@@ -402,10 +405,9 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
         self.sample_best = np.asarray(best["ell"], dtype=float)
         lo, hi = ranges[:, 0] * 0.9999, ranges[:, 1] * 1.0001
         inside = [p for p in pts if np.all((p["ell"] >= lo) & (p["ell"] <= hi))]
-        self.report["sample_scan"] = scan_report(pts, f"exact GP on {len(xy)} sample rows")
         if np.all((best["ell"] >= lo) & (best["ell"] <= hi)):
             return None
-        if inside and best["lml"] <= max(p["lml"] for p in inside) + lml_margin(len(xy)):
+        if inside and best["lml"] <= max(p["lml"] for p in inside) + lml_margin(len(X)):
             return None
         self.report["sample_scan"]["start"] = [float(v) for v in best["ell"]]
         return best
