@@ -1,28 +1,27 @@
 """The exact GP route of GP regression's levels (docs/gpr.md, Exact GP): before each level's
 pass, whether the exact GP of the rows the first pass kept costs less than the level's rule
-(:meth:`ExactRoute._exact_cheaper`), and the exact fit itself (:meth:`ExactRoute._exact`;
-the numerics: rfcli.learn.gpr_exact).  :class:`ExactRoute` is a part of
+(:meth:`ExactRoute._exact_cheaper`), the exact fit itself (:meth:`ExactRoute._exact`;
+the numerics: rfcli.learn.gpr_exact), and the route where no coarse rule fits the budget
+(:meth:`ExactRoute._rows_only`).  :class:`ExactRoute` is a part of
 :class:`rfcli.jobs.gpr_levels.Levels`, which it reads: ``s`` (GPRSettings), ``bounds``,
-``n_ell``, ``d``, ``budget``, ``xy`` and ``n`` (the first pass's rows), ``report``,
-``clock``, ``progress``, ``history``, ``levels``, ``base``, ``passes``, and the row
-sample's features (rfcli.jobs.gpr_sample.SampleChecks).
+``n_ell``, ``d``, ``width``, ``budget``, ``xy`` and ``n`` (the first pass's rows),
+``report``, ``clock``, ``progress``, ``history``, ``levels``, ``base``, ``passes``, its
+passes (``_pass``) and refusals (``_too_large``), and the row sample's features and exact
+scan (rfcli.jobs.gpr_sample.SampleChecks).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from rfcli.jobs.gpr_learn import Fit, theta_of, timed
+from rfcli.jobs.gpr_learn import Fit, lml_margin, theta_of, timed
 from rfcli.learn.gpr import trace_tolerance
 from rfcli.learn.gpr_exact import ExactGP, exact_memory_need, max_exact_rows
 from rfcli.learn.gpr_factor import box_weights, feature_rank
 from rfcli.learn.gpr_optimize import escape, fit_hyperparameters
+from rfcli.learn.gpr_search import pick_starts
+from rfcli.maps.gauss_legendre import GaussLegendreMap
 from rfcli.threads import one_blas_thread
-
-if TYPE_CHECKING:
-    from rfcli.maps.gauss_legendre import GaussLegendreMap
 
 #: the exact GP against a level (Levels._exact_cheaper): a sample rank of at least RANK_FULL
 #: x its most is taken as still growing with the rows; a level's pass and LEVEL_FLOPS (its
@@ -54,6 +53,28 @@ class ExactRoute:
         self.later_starts: list[dict] = []  # the groups after the one being refined
         self.later_done = False  # whether the exact GP started from all of them
         self.held = 0  # bytes of the finished groups' statistics
+
+    def _rows_only(self, e) -> list[dict]:
+        """No coarse rule fits the budget (a Matern 1/2 kernel's heavy spectrum: 387,371
+        nodes at the box's width on ggplot2::txhousing, 2-D): where the exact GP of the rows
+        can run, a pass on a rule of one node pair per input keeps the rows (its features
+        serve no fit), and the exact GP's scan on the row sample over the whole bounds gives
+        the starts; the levels then find no rule that fits there and hand over to the exact
+        GP (:meth:`_refine`).  Else the refusal ``e``."""
+        s = self.s
+        if not self.exact_rows:
+            raise self._too_large(e, "for the coarse scan") from None
+        lb = self.bounds[0].tolist() if self.n_ell == 1 else self.bounds.tolist()
+        carrier = GaussLegendreMap(kernel=s.kernel, lengthscale_bounds=lb, nodes=[2],
+                                   cutoff=[1.0], seed=s.seed)  # fmt: skip
+        with one_blas_thread():
+            carrier.fit(self.d, box=(np.zeros(self.d), self.width))
+        _, st, _, _ = self._pass(carrier, "the rows, for the exact GP", self.bounds)
+        if not self._exact_ready():
+            raise self._too_large(e, "for the coarse scan") from None
+        X, _, _, pts = self._exact_scan(st)
+        self.report["coarse_rule"] = f"none fits ({e}): the exact GP of the rows"
+        return pick_starts(pts, s.starts, lml_margin(len(X)))
 
     def _exact_ready(self) -> bool:
         """Whether the first pass kept every row (at most ``exact_rows``) for an exact GP,

@@ -60,10 +60,8 @@ from rfcli.learn.gpr import (
 from rfcli.learn.gpr_factor import box_weights
 from rfcli.learn.gpr_optimize import fit_hyperparameters
 from rfcli.learn.gpr_search import (
-    exact_profile,
     glf_profile,
     pick_starts,
-    polish,
     profile_maximum,
     scan,
 )
@@ -348,69 +346,6 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                     if not e
                 ] + [extra]
         return starts
-
-    def _rows_only(self, e: RuleTooLarge) -> list[dict]:
-        """No coarse rule fits the budget (a Matern 1/2 kernel's heavy spectrum: 387,371
-        nodes at the box's width on ggplot2::txhousing, 2-D): where the exact GP of the rows
-        can run, a pass on a rule of one node pair per input keeps the rows (its features
-        serve no fit), and the exact GP's scan on the row sample over the whole bounds gives
-        the starts; the levels then find no rule that fits there and hand over to the exact
-        GP (:meth:`_refine`).  Else the refusal ``e``."""
-        s = self.s
-        if not self.exact_rows:
-            raise self._too_large(e, "for the coarse scan") from None
-        lb = self.bounds[0].tolist() if self.n_ell == 1 else self.bounds.tolist()
-        carrier = GaussLegendreMap(kernel=s.kernel, lengthscale_bounds=lb, nodes=[2],
-                                   cutoff=[1.0], seed=s.seed)  # fmt: skip
-        with one_blas_thread():
-            carrier.fit(self.d, box=(np.zeros(self.d), self.width))
-        _, st, _, _ = self._pass(carrier, "the rows, for the exact GP", self.bounds)
-        if not self._exact_ready():
-            raise self._too_large(e, "for the coarse scan") from None
-        X, _, _, pts = self._exact_scan(st)
-        self.report["coarse_rule"] = f"none fits ({e}): the exact GP of the rows"
-        return pick_starts(pts, s.starts, lml_margin(len(X)))
-
-    def _exact_scan(self, st: GPStats):
-        """The exact GP's profiled LML on the row sample's first ``scan_rows`` rows (targets
-        standardized by the pass's statistics ``st``) over the bounds' scan grids, reported
-        as the sample scan: (X, y, the grids, the scan points)."""
-        s = self.s
-        xy = self.xy[: s.scan_rows]
-        mu, sd, _, _ = st.standardized()
-        X, y = xy[:, :-1], (xy[:, -1] - mu) / sd
-        evaluate = exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds)
-        grids = scan_grids(self.bounds)
-        with timed(self.clock, "sample scan"), one_blas_thread():
-            pts = scan(evaluate, grids, sweeps=1, progress=self.progress,
-                       title=f"GP scan (exact GP on {len(xy)} sample rows)")  # fmt: skip
-        self.report["sample_scan"] = scan_report(pts, f"exact GP on {len(xy)} sample rows")
-        return X, y, grids, pts
-
-    def _sample_scan(self, ranges: np.ndarray, st: GPStats) -> dict | None:
-        """Exact GP on the row sample over the whole bounds: its best point when that lies
-        outside the coarse rule's ``ranges`` and beats the best point inside them by more than
-        the margin (a start for the levels); else None."""
-        s = self.s
-        if len(self.xy[: s.scan_rows]) < 10:
-            return None
-        X, y, grids, pts = self._exact_scan(st)
-        alone = exact_profile(X, y, s.kernel, s.signal_bounds, s.noise_bounds, concurrent=False)
-        with timed(self.clock, "sample scan"), one_blas_thread():
-            # the grid's best point, a factor 1.47 (1.78 with ARD) from the next, moved to
-            # the sample's maximum between them: it centres the first level's rule
-            # (ggplot2::diamonds: grid point 4.18, polished 3.58, optimum on all rows 3.05;
-            # one level of 3,155 nodes where the grid point took two, 2,509 then 2,675)
-            best = polish(alone, pts, grids)
-        self.sample_best = np.asarray(best["ell"], dtype=float)
-        lo, hi = ranges[:, 0] * 0.9999, ranges[:, 1] * 1.0001
-        inside = [p for p in pts if np.all((p["ell"] >= lo) & (p["ell"] <= hi))]
-        if np.all((best["ell"] >= lo) & (best["ell"] <= hi)):
-            return None
-        if inside and best["lml"] <= max(p["lml"] for p in inside) + lml_margin(len(X)):
-            return None
-        self.report["sample_scan"]["start"] = [float(v) for v in best["ell"]]
-        return best
 
     def _groups(self, starts: list[dict]) -> list[list[dict]]:
         """Starts whose trust regions span at most a factor GROUP_RATIO share one rule (best
