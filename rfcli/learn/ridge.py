@@ -124,7 +124,9 @@ class RidgeStats:
         # NumPy computes A'A of one buffer by syrk (and mirrors it) with the GIL released,
         # where SciPy's ssyrk wrapper holds it: the passes' threads would take turns
         C = A.T @ A
-        self.S[: self.m, : self.m + self.k] += C[: self.m]
+        # C is exactly symmetric (syrk's mirror): its columns added as S's rows walk S's
+        # column-major order, the same numbers (add_upper_gram)
+        self.S[: self.m, : self.m + self.k] += C[:, : self.m].T
         self._fill = 0
 
     def finish(self) -> RidgeStats:

@@ -100,7 +100,9 @@ def add_upper_gram(S: np.ndarray, A: np.ndarray) -> None:
     LAPACK's syrk's time on one thread at 2,290 columns."""
     c = A.shape[1]
     if c <= FULL_GRAM:  # one product (NumPy's syrk, mirrored): a temporary of S's size
-        S += A.T @ A
+        # added as its transpose, the same numbers (syrk's mirror makes it exactly
+        # symmetric), in S's column-major order: 2.6 against 13.7 ms at 1,870 columns
+        S += (A.T @ A).T
         return
 
     def part(t: slice) -> None:
