@@ -494,7 +494,12 @@ def _gpr_lines(ui, r: dict, output: str) -> None:
         )
     levels = [lv for lv in r.get("levels", []) if lv["kind"] != "coarse"] or r.get("levels", [])
     if "exact_rows" in r:  # the exact GP: no quadrature at the optimum
-        why = "no rule fits the budget" if "coarse_rule" in r else "it costs less than a rule"
+        # (after a coarse rule over the budget the levels may still pick it on cost)
+        why = (
+            "the coarse rule is over the budget"
+            if "coarse_rule" in r
+            else "it costs less than a rule"
+        )
         ui.info(
             "quadrature nodes by level: "
             + " -> ".join(str(lv.get("nodes", "exact GP")) for lv in r["levels"])

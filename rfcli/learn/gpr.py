@@ -374,6 +374,13 @@ class Reduced:
         F, r = basis(BASIS_SLACK * trace_tol * len(y) / whole)
         if not r:
             return None
+        # what the first k columns of Q leave out is a difference from the whole, exact to
+        # about eps whole sqrt(r): a tolerance near that rounding (noise/signal ratios of
+        # 1e-9 and below) cannot choose k, and the rows' own factor (stopped at rel_tol
+        # too) serves
+        floor = 8 * np.finfo(float).eps * whole * np.sqrt(r)
+        if not trace_tol > floor:
+            return None
         Q = sla.qr(F, mode="economic", check_finite=False)[0]
         out = cls.__new__(cls)
         P = left_product(Q, V)
@@ -382,8 +389,8 @@ class Reduced:
         if not lefts[-1] <= trace_tol:
             return None
         r = int(np.flatnonzero(lefts <= trace_tol)[0]) + 1  # the fewest that meet it
-        out.P = P[:r]
-        return out._targets_on(Q[:, :r], y, max(float(lefts[r - 1]), 0.0))
+        out.P = P[:r].copy() if r < len(P) else P  # (not a view that holds the rest)
+        return out._targets_on(Q[:, :r], y, max(float(lefts[r - 1]), floor))
 
 
 #: the log marginal likelihood a weighted rows' factor may lose at the noise/signal ratio the

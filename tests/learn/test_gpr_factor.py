@@ -477,6 +477,7 @@ def test_a_factor_on_the_exact_kernels_basis_leaves_out_the_trace_it_reports(ker
     assert red.trace_left == pytest.approx(left(red.r), rel=1e-6, abs=1e-12 * np.trace(W))
     assert left(red.r) <= tol < left(red.r - 1)
     assert np.allclose(red.P, Q[:, : red.r].T @ V, atol=1e-12)
+    assert red.P.base is None  # its own rows, not a view that holds the columns cut off
     assert red.r <= 1.1 * own.r, (red.r, own.r)
     full = gpr.Reduced.from_rows(V, y, weights=fw)
     estimate = lambda theta: gpr.factor_nats(theta, red, sp, V, y)  # noqa: E731
@@ -496,6 +497,34 @@ def test_a_basis_that_leaves_out_too_much_gives_the_rows_own_factor():
     red = gpr.Reduced.from_rows(V, y, weights=fw, noise=0.05, basis=far)
     own = gpr.Reduced.from_rows(V, y, weights=fw, noise=0.05)
     assert red.r == own.r and np.array_equal(red.P, own.P) and red.trace_left == own.trace_left
+
+
+def test_a_trace_tolerance_within_rounding_gives_the_rows_own_factor():
+    """At a noise/signal ratio of 1e-9 the trace tolerance (FACTOR_NATS x it, 1e-12) is
+    below what the envelope's trace minus the basis's part of it resolves in float64 (about
+    eps x the trace x sqrt(r), 1e-13 x 400 here): from_rows factors the rows' own Gram
+    matrix, the same numbers (without that check, rounding let the basis pass with rank 56
+    against the rows' own 47); at 1e-3 the basis serves."""
+    from functools import partial
+
+    from rfcli.learn import gpr
+    from rfcli.learn.gpr_factor import box_weights
+    from rfcli.maps.gauss_legendre import GaussLegendreMap
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (400, 1))
+    y = np.sin(6 * X[:, 0]) + 0.01 * rng.normal(size=400)
+    y = (y - y.mean()) / y.std()
+    ranges = np.array([[0.05, 0.2]])
+    fmap = GaussLegendreMap(kernel="gaussian", lengthscale_bounds=[0.05, 0.2], tol=1e-8)
+    fmap.fit(1, box=(X.min(0), X.max(0)))
+    V, _ = fmap.transform_raw(X)
+    fw = box_weights(fmap, ranges)
+    basis = partial(gf.kernel_pivoted_cholesky, X, "gaussian", ranges[:, 0], 1e-12)
+    for noise, same in ((1e-9, True), (1e-3, False)):
+        red = gpr.Reduced.from_rows(V, y, weights=fw, noise=noise, basis=basis)
+        own = gpr.Reduced.from_rows(V, y, weights=fw, noise=noise)
+        assert (red.P.shape == own.P.shape and np.array_equal(red.P, own.P)) == same, noise
 
 
 def test_statistics_keep_their_rows_inputs_for_the_basis_while_they_keep_the_rows():
