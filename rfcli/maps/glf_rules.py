@@ -45,9 +45,12 @@ N_PROBES = 256
 class RuleTooLarge(UsageError):
     """A quadrature rule for the asked tolerance and lengthscale range exceeds the budget."""
 
-    def __init__(self, message: str, nodes: int, q: list[int], L: list[float]):
+    def __init__(self, message: str, nodes: int, q: list[int], L: list[float],
+                 pruned: bool = True):  # fmt: skip
         super().__init__(message)
-        self.nodes, self.q, self.L = nodes, q, L
+        # nodes: after pruning, or (pruned False: a tensor too large to prune) before it,
+        # an upper bound of the pruned count
+        self.nodes, self.q, self.L, self.pruned = nodes, q, L, pruned
 
 
 def log_spectral_density(kernel: str, eta: np.ndarray, ell: np.ndarray) -> np.ndarray:
@@ -476,6 +479,7 @@ def _grow_tensor(kernel, width, ranges, tol, seed, ard, L, lines, max_nodes) -> 
                 size,
                 q,
                 [float(v) for v in L],
+                pruned,
             )
         if not pruned:  # within the budget (a budget past TENSOR_MAX nodes): unpruned
             H, w = tensor_half([ln.nodes() for ln in lines])

@@ -580,6 +580,7 @@ def test_a_tensor_past_what_can_be_pruned_is_counted_not_built(monkeypatch):
     with pytest.raises(G.RuleTooLarge) as e:
         G.design_rule("matern12", width, ranges, 1e-3, ard=False, max_nodes=500)
     assert "before pruning" in str(e.value) and e.value.nodes > 1000
+    assert not e.value.pruned  # the refusal's memory: "up to", an upper bound
 
 
 def test_the_kernel_tolerance_follows_a_small_learned_noise(tmp_path):
