@@ -38,11 +38,15 @@ def physical_memory() -> int:
 
 
 def human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    """Bytes in binary units up to EiB, beyond that in powers of ten of EiB (a refused rule's
+    need can be 1e22 bytes)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            if unit == "B":
+                return f"{n:.0f} {unit}"
+            return f"{n:.1f} {unit}" if n < 1e5 else f"{n:.2g} {unit}"
         n /= 1024
-    return f"{n:.1f} TiB"  # pragma: no cover
+    return f"{n:.1f} EiB"  # pragma: no cover
 
 
 def encode_chunk_rows(
