@@ -218,3 +218,15 @@ def test_the_cli_sets_numpys_and_openblass_defaults_unless_the_user_chose():
     assert _settings_after(*args) == ("False", "4")
     mine = {"NUMPY_MADVISE_HUGEPAGE": "1", "OPENBLAS_THREAD_TIMEOUT": "20"}
     assert _settings_after(*args, env=mine) == ("True", "20")
+
+
+def test_human_byte_counts_reach_exbibytes():
+    """Sizes in binary units up to EiB; beyond 1e5 of the largest, two significant digits
+    (a refused rule's memory once read 43107102607.6 TiB)."""
+    from rfcli.memory import human
+
+    assert human(512) == "512 B"
+    assert human(3 * 2**30) == "3.0 GiB"
+    assert human(5 * 2**50) == "5.0 PiB"
+    assert human(7 * 2**60) == "7.0 EiB"
+    assert human(2e5 * 2**60) == "2e+05 EiB"
