@@ -1173,6 +1173,38 @@ def test_a_coordinate_scan_walks_out_to_its_lines_maximum_in_fewer_points():
     assert min(saved) >= 0 and np.median(saved) > 0.3
 
 
+def test_a_one_lengthscale_scan_finds_the_grids_maximum_at_about_half_its_points():
+    """One lengthscale (rfcli.learn.gpr_search._halves): every other grid point, then those
+    beside their local maxima.  On curves with one maximum it finds the whole grid's best
+    point, with both of its grid neighbours evaluated (what polish needs), at about half of
+    the points (a peak on an odd point is found through its neighbours); a grid shorter
+    than HALVES_MIN is scanned whole."""
+    from rfcli.learn.gpr_search import HALVES_MIN
+
+    rng = np.random.default_rng(3)
+    g = lengthscale_grid(0.01, 30.0)  # 22 points
+    odd = 0
+    for _ in range(200):
+        peak, width = rng.uniform(np.log(g[0]) - 1, np.log(g[-1]) + 1), rng.uniform(0.2, 3.0)
+
+        def ev(ell, peak=peak, width=width):
+            return float(-(((np.log(ell[0]) - peak) / width) ** 2)), 0.0, 0.0
+
+        pts = scan(ev, [g], sweeps=1)
+        got = {round(float(np.log(p["ell"][0])), 9) for p in pts}
+        full = [ev([x])[0] for x in g]
+        i = int(np.argmax(full))
+        odd += i % 2
+        for j in (i - 1, i, i + 1):
+            if 0 <= j < len(g):
+                assert round(float(np.log(g[j])), 9) in got
+        assert max(p["lml"] for p in pts) == full[i]
+        assert len(pts) <= len(g) // 2 + 3
+    assert odd > 50  # peaks between the first round's points were met
+    short = lengthscale_grid(0.5, 2.0, 6)[: HALVES_MIN - 1]
+    assert len(scan(lambda e: (0.0, 0.0, 0.0), [short], sweeps=1)) == len(short)
+
+
 def test_a_coordinate_scan_walks_across_a_flat_stretch():
     """Equal LMLs do not end a walk: from a point on a plateau (the diagonal never leaves
     it) the sweep crosses it to the maximum beyond, as the whole line did."""
