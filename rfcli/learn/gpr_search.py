@@ -286,9 +286,9 @@ def scan(
 ) -> list[dict]:
     """Evaluate the profiled LML on lengthscale grids (one per lengthscale parameter).  One
     parameter: every other grid point, then those beside their maxima (:func:`_halves`).
-    Several (ARD): the diagonal (the same relative position in
-    every grid), then ``sweeps`` rounds of coordinate scans through the best point so far,
-    each walking out from it while the LML rises (:func:`_walk`).
+    Several (ARD): the diagonal (the same relative position in every grid; as one
+    lengthscale's grid), then ``sweeps`` rounds of coordinate scans through the best point
+    so far, each walking out from it while the LML rises (:func:`_walk`).
     Returns every evaluated point: {"ell", "lml", "log_s2", "log_lam"}.  ``progress``: a
     task ``title`` counts the points planned (those a sweep meets again are not evaluated
     again), with the best lengthscale and LML so far."""
@@ -325,11 +325,13 @@ def scan(
                 advanced += 1
 
         if len(grids) == 1:
-            _halves(line, seen, grids[0])
+            _halves(line, seen, [[x] for x in grids[0]])
             task.update(total=advanced)  # (the points it passed over)
             return list(seen.values())
-        line([[g[0] * (g[-1] / g[0]) ** t for g in grids] for t in np.linspace(0.0, 1.0, k)])
+        diagonal = [[g[0] * (g[-1] / g[0]) ** t for g in grids] for t in np.linspace(0.0, 1.0, k)]
+        _halves(line, seen, diagonal)
         lines_left = planned - k
+        task.update(total=advanced + lines_left)
         for _ in range(sweeps):
             for j, g in enumerate(grids):
                 _walk(line, seen, j, g, max(seen.values(), key=lambda p: p["lml"]))
@@ -343,9 +345,10 @@ def scan(
 HALVES_MIN = 9
 
 
-def _halves(line: Callable, seen: dict, grid: np.ndarray) -> None:
-    """One lengthscale's grid: every other point (both ends among them), then the points
-    beside each of their local maxima.  Where the LML has one maximum along the grid, that
+def _halves(line: Callable, seen: dict, ells: list) -> None:
+    """The points ``ells`` of a line in lengthscale space (one lengthscale's grid, or ARD's
+    diagonal): every other point (both ends among them), then the points
+    beside each of their local maxima.  Where the LML has one maximum along the line, that
     finds the same best point, and the same neighbours of it for :func:`polish`, as every
     point, at a little more than half of them; a second maximum narrower than two grid
     steps, between lower points of the first round, can be passed over.  The lower points
@@ -354,11 +357,10 @@ def _halves(line: Callable, seen: dict, grid: np.ndarray) -> None:
     2026) every route and LML stayed the same but datasets::treering's, whose second start
     changed and took a level of 125 nodes more to the same LML; the scans took 0.1-0.25 s
     less (DAAG::edcT 3.0 -> 2.5 s).  A grid shorter than HALVES_MIN: every point."""
-    ells = [[x] for x in grid]
-    if len(grid) < HALVES_MIN:
+    if len(ells) < HALVES_MIN:
         line(ells)
         return
-    first = sorted({*range(0, len(grid), 2), len(grid) - 1})
+    first = sorted({*range(0, len(ells), 2), len(ells) - 1})
     line([ells[i] for i in first])
     lml = [seen[_key(np.asarray(ells[i], dtype=np.float64))]["lml"] for i in first]
     beside = set()
@@ -367,7 +369,7 @@ def _halves(line: Callable, seen: dict, grid: np.ndarray) -> None:
         right = lml[a + 1] if a + 1 < len(first) else -np.inf
         if lml[a] >= left and lml[a] >= right:
             beside |= {i - 1, i + 1}
-    line([ells[i] for i in sorted(beside - set(first)) if 0 <= i < len(grid)])
+    line([ells[i] for i in sorted(beside - set(first)) if 0 <= i < len(ells)])
 
 
 def _walk(line: Callable, seen: dict, j: int, grid: np.ndarray, base: dict) -> None:
