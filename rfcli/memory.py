@@ -40,13 +40,13 @@ def physical_memory() -> int:
 def human(n: float) -> str:
     """Bytes in binary units up to EiB, beyond that in powers of ten of EiB (a refused rule's
     need can be 1e22 bytes)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if n < 1024 or unit == "EiB":
-            if unit == "B":
-                return f"{n:.0f} {unit}"
-            return f"{n:.1f} {unit}" if n < 1e5 else f"{n:.2g} {unit}"
+    if n < 1024:
+        return f"{n:.0f} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
         n /= 1024
-    return f"{n:.1f} EiB"  # pragma: no cover
+        if n < 1024 or unit == "EiB":
+            break
+    return f"{n:.1f} {unit}" if n < 1e5 else f"{n:.2g} {unit}"
 
 
 def encode_chunk_rows(

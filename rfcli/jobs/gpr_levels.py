@@ -233,7 +233,7 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
         need = gp_memory_need(2 * e.nodes, 1)
         whose = "memory" if self.memory is not None else "this machine's physical memory"
         # (a tensor too large to prune: its count before pruning, which pruning lowers)
-        about = "about" if getattr(e, "pruned", True) else "up to"
+        about = "about" if e.pruned else "up to"
         return UsageError(
             f"{e}, {what}: {2 * e.nodes} features need {about} {human(need)} of memory for "
             f"the GP's {2 * e.nodes} x {2 * e.nodes} matrices, over the budget of "

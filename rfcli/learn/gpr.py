@@ -149,7 +149,7 @@ class GPStats:
         # the two folds (a Gram product each, when the parts kept their rows) at once on
         # the tile threads
         a, b = tiled(GPStats._folded, [self, other])
-        out.blocks, out.n, out.sums = None, a.n + b.n, a.sums + b.sums
+        out.blocks, out.inputs, out.n, out.sums = None, None, a.n + b.n, a.sums + b.sums
         return out
 
     def _folded(self) -> GPStats:
