@@ -155,30 +155,57 @@ def cutoff_for(kernel: str, ell_lo: float, tail: float) -> float:
     return float(upper * np.sqrt(2 * nu) / (2 * np.pi * ell_lo))
 
 
+def _legendre_pair(x: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """P_q(x) and P_{q-1}(x) by the three-term recurrence (k + 1) P_{k+1} = (2k + 1) x P_k -
+    k P_{k-1}, vectorized over x (forward-stable on [-1, 1]); q >= 1."""
+    p0, p1 = np.ones_like(x), x.copy()
+    t = np.empty_like(x)
+    for k in range(1, q):
+        np.multiply(x, p1, out=t)
+        t *= (2 * k + 1) / (k + 1)
+        p0 *= k / (k + 1)
+        t -= p0
+        p0, p1, t = p1, t, p0
+    return p1, p0
+
+
 @lru_cache(maxsize=256)
 def _leggauss(q: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss-Legendre nodes and weights on [-1, 1], as NumPy's ``leggauss`` computes them
-    (one Newton step on the nodes, weights from P_{q-1} and P_q' scaled to sum to 2), but
-    with the nodes from the symmetric tridiagonal Jacobi matrix's eigenvalues (Golub &
-    Welsch, "Calculation of Gauss quadrature rules", Math. Comp. 1969) in O(q^2), where
-    NumPy factors it as a dense q x q matrix: 0.03 s against 0.07 s at q = 1,000, 0.07 s
-    against 0.35 s at q = 2,000; nodes within 1 ulp of NumPy's, weights within 1e-9
-    (relative, q <= 4,000)."""
-    from numpy.polynomial import legendre as leg
+    """Gauss-Legendre nodes and weights on [-1, 1] in O(q^2) flops on q/2 nodes.
+
+    The nodes are the eigenvalues of the symmetric tridiagonal Jacobi matrix J (zero
+    diagonal, off-diagonal k / sqrt(4k^2 - 1); Golub & Welsch, "Calculation of Gauss
+    quadrature rules", Math. Comp. 1969).  J^2 splits into its even- and odd-indexed rows; the
+    odd block, of size floor(q/2), has the positive nodes' squares as its eigenvalues, so one
+    tridiagonal eigenvalue problem of half the size (a quarter of the work) gives them.  One
+    Newton step with P_q and P_q' from the recurrence (at the same time as the weights
+    2 / ((1 - x^2) P_q'(x)^2), whose relative error from the node's is O(x dx)) restores the
+    digits that the square root loses near 0.  Against NumPy's ``leggauss``: nodes within 1
+    ulp, 4-5x faster at q = 1,000-4,000 (7 against 32 ms at q = 1,000), and weights 50-2,000x
+    closer to an extended-precision evaluation (2e-10 against 2e-8 relative at q = 1,782;
+    NumPy's from its Legendre series in Clenshaw's sum lose digits as q grows)."""
     from scipy.linalg import eigh_tridiagonal
 
-    c = np.zeros(q + 1)
-    c[-1] = 1.0
-    k = np.arange(1, q)
-    x = eigh_tridiagonal(np.zeros(q), k / np.sqrt(4.0 * k * k - 1.0), eigvals_only=True)
-    df = leg.legval(x, leg.legder(c))
-    x -= leg.legval(x, c) / df
-    fm = leg.legval(x, c[1:])
-    fm /= np.abs(fm).max()
-    df /= np.abs(df).max()
-    w = 1.0 / (fm * df)
-    w = (w + w[::-1]) / 2
-    x = (x - x[::-1]) / 2
+    if q == 1:
+        return np.zeros(1), np.full(1, 2.0)
+    k = np.arange(1, q, dtype=float)
+    e = np.r_[k / np.sqrt(4.0 * k * k - 1.0), 0.0]  # J[i, i + 1] = e[i]; e[q - 1] pads
+    # the odd rows 1, 3, ..., 2h - 1 of J^2: diagonal e[i-1]^2 + e[i]^2, next e[i] e[i+1]
+    h = q // 2
+    d = e[0 : 2 * h : 2] ** 2 + e[1 : 2 * h : 2] ** 2
+    y = eigh_tridiagonal(
+        d, e[1 : 2 * h - 2 : 2] * e[2 : 2 * h - 1 : 2], eigvals_only=True, lapack_driver="sterf"
+    )
+    x = np.sqrt(np.maximum(y, 0.0))
+    p, pm = _legendre_pair(x, q)
+    dp = q * (x * p - pm) / ((x - 1.0) * (x + 1.0))  # (x^2 - 1) P_q' = q (x P_q - P_{q-1})
+    x = x - p / dp
+    w = 2.0 / ((1.0 - x) * (1.0 + x) * dp * dp)  # 1 - x is exact near 1 (Sterbenz)
+    if q % 2:  # the node 0, where P_q'(0) = q P_{q-1}(0)
+        w0 = 2.0 / (q * _legendre_pair(np.zeros(1), q)[1][0]) ** 2
+        x, w = np.r_[-x[::-1], 0.0, x], np.r_[w[::-1], w0, w]
+    else:
+        x, w = np.r_[-x[::-1], x], np.r_[w[::-1], w]
     w *= 2.0 / w.sum()
     return x, w
 
