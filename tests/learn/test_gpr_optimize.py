@@ -187,3 +187,26 @@ def test_the_escape_leaves_a_lower_maximum_for_a_higher_one(seed):
     assert -again.fun == pytest.approx(-out.fun, abs=1e-6 * abs(out.fun))
     same, hist = escape(gp.terms, value, bounds, again, [])
     assert same is again and hist == []
+
+
+def test_a_kept_factor_serves_only_its_own_theta_and_spectral():
+    """The last factor kept with the statistics (rfcli.learn.gpr._factor) is reused only for
+    the same theta and spectral weights: any other gives the values fresh statistics give."""
+    from rfcli.learn.gpr import Spectral
+
+    X, y = data(2, n=300, seed=1)
+    fmap, st = glf_stats(X, y, "gaussian", (0.3, 1.0), tol=1e-2, nodes=[16, 12])
+    sp = glf_spectral(fmap, ard=False)
+
+    def doubled(ell):
+        wp, dlog = sp.fn(ell)
+        return 2 * wp, dlog
+
+    sp2 = Spectral(sp.n_shape, doubled)
+    red = st.reduced()
+    a, b = np.log([1.0, 0.5, 0.1]), np.log([2.0, 0.7, 0.05])
+    for theta, spec in ((a, sp), (a, sp), (b, sp), (b, sp2), (a, sp2), (a, sp)):
+        lml, grad = lml_and_grad(theta, red, spec)
+        fresh, fresh_grad = lml_and_grad(theta, st.reduced(), spec)
+        assert lml == fresh
+        np.testing.assert_array_equal(grad, fresh_grad)
