@@ -53,6 +53,7 @@ from rfcli.learn.gpr import (
     glf_objective,
     glf_spectral,
     gp_memory_need,
+    keep_factor,
     lml_and_grad,
     max_gp_nodes,
     trace_tolerance,
@@ -629,12 +630,16 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
         evaluations, 0.27 s, where L-BFGS-B took 15 evaluations, 0.68-0.85 s, to the same
         LML within 1e-8."""
         s = self.s
+        evaluate = glf_profile(red, spectral, s.signal_bounds, s.noise_bounds,
+                               concurrent=False, keep_best=True)  # fmt: skip
         best, evals = profile_maximum(
-            glf_profile(red, spectral, s.signal_bounds, s.noise_bounds, concurrent=False),
-            *ranges[0], start=float(theta0[1]),
+            evaluate, *ranges[0], start=float(theta0[1]),
             progress=self.progress, title=f"GP profile search ({where})",
         )  # fmt: skip
         theta = np.array([best["log_s2"], np.log(best["ell"][0]), best["log_lam"]])
+        kept = evaluate.best
+        if kept["M"] is not None and kept["ell"][0] == best["ell"][0]:
+            keep_factor(theta, red, spectral, kept["M"])  # the optimum's A without a product
         entry = {"start": [float(v) for v in theta0], "lml": float(best["lml"]),
                  "iterations": int(evals), "method": "profile"}  # fmt: skip
         return theta, [entry]

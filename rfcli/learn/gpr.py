@@ -445,28 +445,39 @@ def max_gp_nodes(budget: int, threads: int = 1) -> int:
     return nodes
 
 
-def _factor(theta, red: Reduced, spectral: Spectral):
+def _factor(theta, red: Reduced, spectral: Spectral, gram: np.ndarray | None = None):
     """(D, dlog D, lambda, A's Cholesky factor) at ``theta``.  The last one made is kept
     with ``red``: a level's optimum is factored for the factor's loss estimate, its record's
     LML and the model's posterior, the same arrays each time (a weighted Gram product of r^2
-    m flops: 45 ms of ggplot2::txhousing's last level, r = 563, m = 4,482)."""
+    m flops: 45 ms of ggplot2::txhousing's last level, r = 563, m = 4,482).  ``gram``:
+    ``P W P'`` at theta's shape, made already (``A = s2 gram + lambda I``)."""
     import scipy.linalg as sla  # where it computes: a model's predictions need no scipy
 
     key = np.asarray(theta, dtype=np.float64).tobytes()
     last = getattr(red, "_last_factor", None)
-    if last is not None and last[0] == key and last[1] is spectral:
+    if gram is None and last is not None and last[0] == key and last[1] is spectral:
         return last[2]
     log_s2, shape, log_lam = theta[0], theta[1 : 1 + spectral.n_shape], theta[-1]
     lam = np.exp(log_lam)
     wp, dlog = spectral.fn(np.exp(shape))
     D = np.exp(log_s2) * wp
-    # D >= 0: A = P D P' + lambda I by symmetric rank-k products of P sqrt(D) (syrk: half
-    # the flops, 2.3x faster at 800 x 1900), on the tile threads
-    A = weighted_gram(red.P, D)
+    if gram is None:
+        # D >= 0: A = P D P' + lambda I by symmetric rank-k products of P sqrt(D) (syrk:
+        # half the flops, 2.3x faster at 800 x 1900), on the tile threads
+        A = weighted_gram(red.P, D)
+    else:
+        A = np.exp(log_s2) * gram
     A[np.diag_indices_from(A)] += lam
     out = D, dlog, lam, sla.cho_factor(A, lower=True, check_finite=False)
     red._last_factor = (key, spectral, out)
     return out
+
+
+def keep_factor(theta, red: Reduced, spectral: Spectral, gram: np.ndarray) -> None:
+    """Keep with ``red`` the factor at ``theta`` made from ``gram``, ``P W P'`` at theta's
+    shape (a profiled search's at its optimum), for the factorings that follow
+    (:func:`_factor`)."""
+    _factor(theta, red, spectral, gram)
 
 
 def lml_terms(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=True):

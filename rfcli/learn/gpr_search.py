@@ -257,16 +257,27 @@ def exact_profile(X, y, kernel: str, s2_bounds, lam_bounds, concurrent: bool = T
     return evaluate
 
 
-def glf_profile(red, spectral, s2_bounds, lam_bounds, concurrent: bool = True) -> Callable:
+def glf_profile(red, spectral, s2_bounds, lam_bounds, concurrent: bool = True,
+                keep_best: bool = False) -> Callable:  # fmt: skip
     """LML profile from Gauss-Legendre statistics (:class:`rfcli.learn.gpr.Reduced`):
     ``M = P W(ell) P'`` with W the quadrature weights times spectral density;
-    ``concurrent``: see :func:`_eig_sums`."""
+    ``concurrent``: see :func:`_eig_sums`.  ``keep_best`` (points evaluated one at a
+    time): the evaluator's ``best`` holds (ell, M) of the highest LML so far, so that the
+    optimum's factor ``s2 M + lambda I`` needs no product of its own
+    (:func:`rfcli.learn.gpr.keep_factor`)."""
+    best = {"lml": -np.inf, "ell": None, "M": None}
 
     def evaluate(ell):
-        wp, _ = spectral.fn(np.asarray(ell, dtype=np.float64))
+        ell = np.asarray(ell, dtype=np.float64)
+        wp, _ = spectral.fn(ell)
         M = weighted_gram(red.P, wp)  # symmetric by construction
         mu, z = _eig_sums(M, red.z, concurrent)
-        return profile(mu, z**2, red.yty - red.zz, red.n, s2_bounds, lam_bounds)
+        out = profile(mu, z**2, red.yty - red.zz, red.n, s2_bounds, lam_bounds)
+        if keep_best and out[0] > best["lml"]:
+            best.update(lml=out[0], ell=ell.copy(), M=M)
+        return out
+
+    evaluate.best = best
 
     # points evaluated at once (scan): each holds about 3 r^2 + 1,024 r float64 (M, the
     # eigenvectors, a product tile); together at most 4 m^2,
