@@ -192,7 +192,7 @@ def eig_projection(M: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     eigenvalue are not unique, and neither are their z_i; sums of z_i^2 over the
     eigenspace (what the LML uses) are."""
     from scipy.linalg import eigh_tridiagonal
-    from scipy.linalg.lapack import dsytrd, dsytrd_lwork
+    from scipy.linalg.lapack import dormqr, dsytrd, dsytrd_lwork
 
     M = np.asarray(M, dtype=np.float64)
     v = np.array(y, dtype=np.float64)
@@ -204,14 +204,14 @@ def eig_projection(M: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     c, d, e, tau, info = dsytrd(M, lower=1, lwork=int(lwork))
     if info != 0:
         raise np.linalg.LinAlgError(f"dsytrd failed (info {info})")
-    # Q = H_0 H_1 ... H_{n-2}, H_i = I - tau_i h h', h = (0.., 1 at i+1, c[i+2:, i]):
-    # Q' v applies H_0 first
-    for i in range(n - 1):
-        if tau[i] != 0.0:
-            h = c[i + 2 :, i]
-            t = tau[i] * (v[i + 1] + h @ v[i + 2 :])
-            v[i + 1] -= t
-            v[i + 2 :] -= t * h
+    # Q = H_0 H_1 ... H_{n-2}, H_i = I - tau_i h h', h = (0.., 1 at i+1, c[i+2:, i]): on
+    # rows 1.. these are the reflectors of a QR factorization of c[1:, :-1] as dgeqrf stores
+    # them, so Q'v is one dormqr call (0.3 against 2-4 ms for the reflectors one at a time
+    # in Python at n = 563)
+    out, _, info = dormqr("L", "T", c[1:, :-1], tau, v[1:, None], lwork=n)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dormqr failed (info {info})")
+    v[1:] = out[:, 0]
     mu, W = eigh_tridiagonal(d, e)
     return mu, W.T @ v
 
