@@ -277,8 +277,11 @@ class Reduced:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the factor P and z."""
-        return self.P.nbytes + self.z.nbytes
+        """Bytes of the factor P and z, and of the last factor of A kept with them
+        (:func:`_factor`)."""
+        last = getattr(self, "_last_factor", None)
+        kept = 0 if last is None else sum(a.nbytes for a in (*last[2][:2], last[2][3][0]))
+        return self.P.nbytes + self.z.nbytes + kept
 
     @classmethod
     def from_rows(
@@ -406,10 +409,11 @@ def trace_tolerance(noise: float | None) -> float:
 
 
 #: m x m float64 matrices a GP fit holds at its peak besides one statistics copy per engine
-#: thread: the summed statistics, the factor P and its pivoting work copy, A's factor in
-#: learning, the posterior's L^-1 P D and covariance.  Beyond them: the tiled products'
-#: partial sums (rfcli.learn.tiles: two r x r above 2,048 rows, else up to threads + 2 of
-#: at most 32 MB each) and the scan points evaluated at once (within 4 m^2: glf_profile)
+#: thread: the summed statistics, the factor P and its pivoting work copy, A's factor (in
+#: learning, then kept with the level's factor P: _factor; Reduced.nbytes counts it), the
+#: posterior's L^-1 P D and covariance.  Beyond them: the tiled products' partial sums
+#: (rfcli.learn.tiles: two r x r above 2,048 rows, else up to threads + 2 of at most 32 MB
+#: each) and the scan points evaluated at once (within 4 m^2: glf_profile)
 GP_MATRICES = 7
 
 
@@ -468,7 +472,10 @@ def _factor(theta, red: Reduced, spectral: Spectral, gram: np.ndarray | None = N
     else:
         A = np.exp(log_s2) * gram
     A[np.diag_indices_from(A)] += lam
-    out = D, dlog, lam, sla.cho_factor(A, lower=True, check_finite=False)
+    cf = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+    for a in (D, dlog, cf[0]):  # shared by every caller of this theta from now on
+        a.setflags(write=False)
+    out = D, dlog, lam, cf
     red._last_factor = (key, spectral, out)
     return out
 
@@ -476,8 +483,12 @@ def _factor(theta, red: Reduced, spectral: Spectral, gram: np.ndarray | None = N
 def keep_factor(theta, red: Reduced, spectral: Spectral, gram: np.ndarray) -> None:
     """Keep with ``red`` the factor at ``theta`` made from ``gram``, ``P W P'`` at theta's
     shape (a profiled search's at its optimum), for the factorings that follow
-    (:func:`_factor`)."""
-    _factor(theta, red, spectral, gram)
+    (:func:`_factor`; none where A is not numerically positive definite there: the
+    factorings that follow find that themselves)."""
+    try:
+        _factor(theta, red, spectral, gram)
+    except np.linalg.LinAlgError:
+        pass
 
 
 def lml_terms(theta: np.ndarray, red: Reduced, spectral: Spectral, need_grad=True):

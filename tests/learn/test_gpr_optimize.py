@@ -210,3 +210,26 @@ def test_a_kept_factor_serves_only_its_own_theta_and_spectral():
         fresh, fresh_grad = lml_and_grad(theta, st.reduced(), spec)
         assert lml == fresh
         np.testing.assert_array_equal(grad, fresh_grad)
+
+
+def test_a_factor_kept_from_a_search_serves_its_theta_and_counts_in_the_bytes():
+    """keep_factor (a profiled search's Gram matrix at its optimum) gives the LML the
+    product would; a Gram matrix that is not positive definite keeps nothing (no error);
+    the kept factor counts in Reduced.nbytes."""
+    from rfcli.learn.gpr import keep_factor, lml_terms
+    from rfcli.learn.tiles import weighted_gram
+
+    X, y = data(2, n=300, seed=1)
+    fmap, st = glf_stats(X, y, "gaussian", (0.3, 1.0), tol=1e-2, nodes=[16, 12])
+    sp = glf_spectral(fmap, ard=False)
+    theta = np.log([1.5, 0.5, 0.1])
+    red, fresh = st.reduced(), st.reduced()
+    bare = red.nbytes
+    keep_factor(theta, red, sp, -np.eye(red.r))  # indefinite: nothing kept
+    assert red.nbytes == bare
+    keep_factor(theta, red, sp, weighted_gram(red.P, sp.fn(np.exp(theta[1:2]))[0]))
+    assert red.nbytes == bare + 8 * red.r**2 + 2 * red.P.shape[1] * 8
+    a, b = lml_terms(theta, red, sp), lml_terms(theta, fresh, sp)
+    assert a.quad == pytest.approx(b.quad, rel=1e-12)
+    assert a.logdet == pytest.approx(b.logdet, rel=1e-12)
+    np.testing.assert_allclose(a.trace, b.trace, rtol=1e-10)
