@@ -518,6 +518,15 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                     self.tol = chosen
                     level["refine_for_noise"] = self.tol
                 elif inside or not self._fits(nxt):
+                    if not inside and self._exact_ready():
+                        # the optimum sits on its range's edge and no rule fits the range it
+                        # heads for: the dense exact GP from it, as where a level's own rule is
+                        # over the budget (survival::flchain, Matern 5/2 with --ard: the levels
+                        # stopped there unconverged, 1.15x the exact GP's test MSE)
+                        enc = st = red = spectral = state = None
+                        thetas = [np.exp(theta)]
+                        out = self._exact(thetas, group)
+                        return out if out is not None else self._exact(thetas, group)
                     self.report["kernel_error_note"] = (
                         f"the kernel error on the data at the optimum ({on_data:.2g}) "
                         f"exceeds {NOISE_SHARE} x the learned noise/signal "

@@ -1322,3 +1322,53 @@ def test_profile_maximum_keeps_its_start_on_a_flat_likelihood_and_ends_exact():
 
     assert profile_maximum(rising, 0.1, 10.0, start=0.7)[0]["ell"][0] == 10.0  # exactly hi
     assert profile_maximum(lambda e: rising(1 / e), 0.1, 10.0)[0]["ell"][0] == 0.1
+
+
+@pytest.mark.parametrize("edge", [True, False])
+def test_an_edge_optimum_whose_next_rule_does_not_fit_takes_the_exact_gp(edge):
+    """A level whose kernel error on the data exceeds the noise's share, where no finer rule
+    fits the budget: an optimum inside its range ends the group with the report's note; one
+    on the range's edge, heading where no rule fits either, takes the dense exact GP from it
+    where the rows allow (survival::flchain, Matern 5/2 with --ard: the levels stopped there
+    unconverged at 1.15x the exact GP's test MSE)."""
+    from types import SimpleNamespace
+
+    from rfcli.jobs.gpr_levels import Levels
+
+    lv = Levels.__new__(Levels)
+    lv.s = SimpleNamespace(max_levels=10)
+    lv.bounds, lv.n_ell, lv.d = np.array([[0.01, 100.0]]), 1, 1
+    lv.tol, lv.report, lv.levels, lv.history, lv.sample_best = 1e-3, {}, [], [], None
+    lv._before_coarsening = None
+    ell = 0.5 if edge else 1.0  # the range below is 0.5 .. 2
+    fmap = SimpleNamespace(w_=np.ones(100))
+    lv._exact_first = lambda ranges, noise: False
+    lv._tol_for_prior = lambda ranges, start: None
+    lv._map = lambda ranges, tol=None: fmap
+    lv._exact_ready = lambda: True
+    lv._exact_cheaper = lambda fmap, ranges, noise: False
+    lv._keep_sample_features = lambda fmap: None
+    lv._pass = lambda fmap, what, ranges, noise: (None, None, SimpleNamespace(n=100), None)
+    theta = np.log([1.0, ell, 1e-4])
+    lv._learn = lambda red, spectral, ranges, thetas, where: (theta, [])
+    lv._refactored = lambda fmap, ranges, st, red, spectral, th, noise, history, where: (
+        red, th, None)  # fmt: skip
+    lv._record = lambda kind, fmap, ranges, th, red, spectral, history: {
+        "lml": -1.0,
+        "probe_error": 1e-4,
+        "kernel_error_data": 1e-3,
+        "noise_to_signal": 1e-4,
+    }
+    lv._finer_tol = lambda nxt, ell, n, target: (None, G.RuleTooLarge("over", 10**6, [1], [1.0]))
+    lv._fits = lambda ranges: False
+    lv._too_large = lambda e, what: "too large"
+    exact = []
+    lv._exact = lambda thetas, group: exact.append(thetas) or "exact"
+    out = lv._refine([{"ell": np.array([1.0]), "log_s2": 0.0, "log_lam": np.log(1e-4)}], 0, [])
+    if edge:
+        assert out == "exact"
+        np.testing.assert_allclose(exact[0][0], np.exp(theta))
+        assert "kernel_error_note" not in lv.report
+    else:
+        assert not exact and out[2] is True  # converged within the range
+        assert "kernel_error_note" in lv.report
