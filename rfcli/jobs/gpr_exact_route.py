@@ -170,6 +170,12 @@ class ExactRoute:
             r = min(n, m)
         return exact < level(float(r))
 
+    def _exact_instead(self, thetas: list[np.ndarray], group: int):
+        """The exact GP where no rule fits the range the levels head for (:meth:`_exact`;
+        where a series' band route stops at its limit, the dense exact GP after it)."""
+        out = self._exact(thetas, group)
+        return out if out is not None else self._exact(thetas, group)
+
     def _exact(self, thetas: list[np.ndarray], group: int):
         """The exact GP on the rows the first pass kept, L-BFGS-B over the whole bounds from
         ``thetas`` and the later groups' starts (which then stop: :meth:`_refine_all`),

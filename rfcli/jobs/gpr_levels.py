@@ -433,9 +433,7 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                 # the previous level's arrays are not kept alive through the exact fit
                 enc = st = red = spectral = state = None
                 if self._exact_ready():
-                    # no rule fits: past a series' band limit, the dense exact GP
-                    out = self._exact(thetas, group)
-                    return out if out is not None else self._exact(thetas, group)
+                    return self._exact_instead(thetas, group)  # no rule fits
                 raise self._too_large(e, "around the lengthscales the search reached") from None
             noise = _noise(thetas)
             if self._exact_ready() and self._exact_cheaper(fmap, ranges, noise):
@@ -524,9 +522,7 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                         # over the budget (survival::flchain, Matern 5/2 with --ard: the levels
                         # stopped there unconverged, 1.15x the exact GP's test MSE)
                         enc = st = red = spectral = state = None
-                        thetas = [np.exp(theta)]
-                        out = self._exact(thetas, group)
-                        return out if out is not None else self._exact(thetas, group)
+                        return self._exact_instead([np.exp(theta)], group)
                     self.report["kernel_error_note"] = (
                         f"the kernel error on the data at the optimum ({on_data:.2g}) "
                         f"exceeds {NOISE_SHARE} x the learned noise/signal "

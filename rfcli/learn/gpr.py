@@ -279,9 +279,12 @@ class Reduced:
     def nbytes(self) -> int:
         """Bytes of the factor P and z, and of the last factor of A kept with them
         (:func:`_factor`)."""
-        last = getattr(self, "_last_factor", None)
-        kept = 0 if last is None else sum(a.nbytes for a in (*last[2][:2], last[2][3][0]))
-        return self.P.nbytes + self.z.nbytes + kept
+        out = self.P.nbytes + self.z.nbytes
+        last = getattr(self, "_last_factor", None)  # (theta's key, spectral, _factor's)
+        if last is not None:
+            D, dlog, _, cf = last[2]
+            out += D.nbytes + dlog.nbytes + cf[0].nbytes
+        return out
 
     @classmethod
     def from_rows(
@@ -536,11 +539,11 @@ def glf_objective(red: Reduced, spectral: Spectral) -> Callable:
     return lambda theta: lml_terms(theta, red, spectral)
 
 
-def _mean(PD: np.ndarray, cf, red: Reduced) -> np.ndarray:
-    """The posterior weight mean ``D P'A^-1 z`` (``PD = P D``, A's Cholesky factor cf)."""
+def _mean(D: np.ndarray, cf, red: Reduced) -> np.ndarray:
+    """The posterior weight mean ``D P'A^-1 z`` (A's Cholesky factor cf; no copy of P D)."""
     import scipy.linalg as sla
 
-    return PD.T @ sla.cho_solve(cf, red.z, check_finite=False)
+    return D * (red.P.T @ sla.cho_solve(cf, red.z, check_finite=False))
 
 
 def factor_nats(theta, red: Reduced, spectral: Spectral, V=None, y=None, sums=None):
@@ -558,11 +561,8 @@ def factor_nats(theta, red: Reduced, spectral: Spectral, V=None, y=None, sums=No
     None for a factor without weights."""
     if red.trace_left is None:
         return None
-    import scipy.linalg as sla
-
     D, _, lam, cf = _factor(theta, red, spectral)
-    # (D P'A^-1 z, without P D's copy of P)
-    mean = D * (red.P.T @ sla.cho_solve(cf, red.z, check_finite=False))
+    mean = _mean(D, cf, red)
     Pm = red.P @ mean
     if sums is not None:
         from scipy.linalg.blas import dsymv
@@ -587,7 +587,7 @@ def posterior(theta, red: Reduced, spectral: Spectral):
 
     D, _, lam, cf = _factor(theta, red, spectral)
     PD = red.P * D
-    mean = _mean(PD, cf, red)
+    mean = _mean(D, cf, red)
     # L^-1 P D through the triangular inverse, on the tile threads (SciPy's triangular
     # solve holds the GIL: one thread, 0.12 s of diamonds ARD's fit at 571 x 11,232)
     Linv, _ = dtrtri(np.tril(cf[0]), lower=1)
