@@ -109,7 +109,7 @@ class ExactRoute:
         """Whether exact GP steps cost less than a level on ``fmap``'s m features, in flops
         per step.  Exact (:meth:`ExactGP.step_flops`, at the range's longest lengthscale):
         about 4/3 n^3 dense, O(n b^2) for one input in a band of half-width b; times
-        EXACT_STEP_RATIO, as its L-BFGS-B runs over the whole bounds.  A level: about
+        EXACT_STEP_RATIO, as its search runs over the whole bounds.  A level: about
         2 r^2 m per step (A = P D P' and the gradient's product, r the features' rank on the
         data), and, shared by LEVEL_STEPS steps, its pass (n m^2; with more features than
         rows the rows' own factor by blocks, 2 n m r for the pivots' columns, and P = Q'V,
@@ -177,15 +177,15 @@ class ExactRoute:
         return out if out is not None else self._exact(thetas, group)
 
     def _exact(self, thetas: list[np.ndarray], group: int):
-        """The exact GP on the rows the first pass kept, L-BFGS-B over the whole bounds from
-        ``thetas`` and the later groups' starts (which then stop: :meth:`_refine_all`),
-        where it costs less than the next level or that level's rule is over the budget
-        (rfcli.learn.gpr_exact).  A series whose bounds start with band steps (the band
-        widens with the lengthscale, so also where the level's range ends past it: a Matern
-        kernel's band is about 2.2x the Gaussian's at a lengthscale) stays within the
-        lengthscales whose steps are band steps (a dense step of many rows would cost more
-        than the levels); when its optimum sits at that limit the levels go on instead
-        (None, and no band route again).  The group's (state, LML, converged,
+        """The exact GP on the rows the first pass kept, the quasi-Newton search over the
+        whole bounds from ``thetas`` and the later groups' starts (which then stop:
+        :meth:`_refine_all`), where it costs less than the next level or that level's rule
+        is over the budget (rfcli.learn.gpr_exact). A series whose bounds start with band
+        steps (the band widens with the lengthscale, so also where the level's range ends
+        past it: a Matern kernel's band is about 2.2x the Gaussian's at a lengthscale) stays
+        within the lengthscales whose steps are band steps (a dense step of many rows would
+        cost more than the levels); when its optimum sits at that limit the levels go on
+        instead (None, and no band route again). The group's (state, LML, converged,
         lengthscales), as :meth:`_refine`'s."""
         s = self.s
         self._keep_sample_features(None)  # not kept through the exact fit
@@ -199,13 +199,13 @@ class ExactRoute:
         # leaves its group to be refined on its own)
         later = [p for p in self.later_starts if np.all(np.asarray(p["ell"]) <= bounds[:, 1])]
         starts = thetas + [theta_of(p) for p in later]
-        title = f"GP L-BFGS-B (exact GP, {gp.n} rows)"
+        title = f"GP quasi-Newton (exact GP, {gp.n} rows)"
         with timed(self.clock, "exact GP"), one_blas_thread():
             res, history = fit_hyperparameters(gp.terms, box, starts,
                                                progress=self.progress, title=title)  # fmt: skip
             if self.n_ell > 1:
                 # with one lengthscale the scans evaluated every grid point of its bounds;
-                # with several they sweep them by turns, and L-BFGS-B's path picks among the
+                # with several they sweep them by turns, and the search's path picks among the
                 # maxima (docs/gpr.md, Exact GP: past the optimum)
                 value = lambda th: gp.terms(th, need_grad=False)  # noqa: E731
                 res, history = escape(gp.terms, value, box, res, history,

@@ -1,6 +1,6 @@
 """Learning a GP's hyperparameters from its statistics passes, the shared part: fixed
-features (a store, a rule given by hand) scanned then refined by L-BFGS-B, and the RFF
-lengthscale search (a pass per step; Fink Shustin & Avron, "Gauss-Legendre Features for
+features (a store, a rule given by hand) scanned then refined by the quasi-Newton search,
+and the RFF lengthscale search (a pass per step; Fink Shustin & Avron, "Gauss-Legendre Features for
 Gaussian Process Regression", JMLR 2022, section 4.3; docs/methods.md).  GLF levels on raw
 input are :mod:`rfcli.jobs.gpr_levels`.  ``s`` is the job's
 :class:`~rfcli.jobs.train_gpr.GPRSettings`; ``stats(encoder, title, fn, args)`` makes one
@@ -39,7 +39,7 @@ from rfcli.threads import one_blas_thread
 PER_DECADE_ISO, PER_DECADE_ARD = 6, 4
 
 
-#: learning (scans, rule designs, eigendecompositions, L-BFGS-B) runs on one BLAS thread up
+#: learning (scans, rule designs, eigendecompositions, searches) runs on one BLAS thread up
 def rff_map(s, ell: float) -> FourierMap:
     return FourierMap(s.kernel, n_features=s.n_features, gamma=1.0 / (2.0 * ell * ell), seed=s.seed)
 
@@ -88,8 +88,8 @@ def theta_of(point: dict) -> np.ndarray:
 
 
 def learn_fixed(red, spectral, bounds, s, report, progress=None):
-    """Fixed features (a store, given nodes): scan, then L-BFGS-B within ``bounds`` from the
-    best scan points; without ``s.learn`` the default hyperparameters."""
+    """Fixed features (a store, given nodes): scan, then the quasi-Newton search within
+    ``bounds`` from the best scan points; without ``s.learn`` the default hyperparameters."""
     with one_blas_thread():
         return _learn_fixed_inner(red, spectral, np.asarray(bounds), s, report, progress)
 
@@ -103,7 +103,7 @@ def _learn_fixed_inner(red, spectral, bounds, s, report, progress=None):
         box, start = [s.signal_bounds, s.noise_bounds], [np.array([1.0, 0.1])]
         res, history = fit_hyperparameters(glf_objective(red, spectral), box, start,
                                            progress=progress,
-                                           title="GP L-BFGS-B (signal, noise)")  # fmt: skip
+                                           title="GP quasi-Newton (signal, noise)")  # fmt: skip
         return res.x, history
     pts = scan(glf_profile(red, spectral, s.signal_bounds, s.noise_bounds), scan_grids(bounds),
                progress=progress, title="GP scan (GLF statistics)")  # fmt: skip

@@ -6,10 +6,10 @@ the exact input box and the (x, y) row sample.  The LML is scanned on a lengthsc
 the bounds, the exact GP on the row sample scans all of them, and its best point becomes a
 start when it lies outside the resolved range and beats the best point inside.  Then
 *levels*: a rule valid on a trust region around the best scan points (x/ F_OUT), one pass,
-L-BFGS-B within the trust region; recentred on the optimum (a new pass) until the optimum
-lies inside the region (x/ F_FINAL), the kernel error at the optimum meets the tolerance and a
-rule for the optimum would not be much smaller -- so the nodes follow the lengthscales
-reached, not the worst case of the bounds.
+a quasi-Newton search (rfcli.learn.boxqn) within the trust region; recentred on the optimum
+(a new pass) until the optimum lies inside the region (x/ F_FINAL), the kernel error at the
+optimum meets the tolerance and a rule for the optimum would not be much smaller -- so the
+nodes follow the lengthscales reached, not the worst case of the bounds.
 
 The tolerance follows the learned noise: the kernel error at the optimum must be at most
 ``tol`` on the probe differences, and the error of the kernel *matrix* on the data at most
@@ -555,7 +555,7 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
                 # search starts halfway (in log) to the next range's end that way, not at
                 # the edge, from which it spent evaluations on steps uphill
                 # (ggplot2::txhousing's walk, at a search tolerance of 1e-4: 6, 6, 6, 6 and
-                # 10 evaluations -> 6, 5, 5, 5 and 9, the same optimum; ARD's L-BFGS-B,
+                # 10 evaluations -> 6, 5, 5, 5 and 9, the same optimum; ARD's quasi-Newton search,
                 # started so, ended up to 1.7e-3 nats lower on two sets: it keeps the edge)
                 if lo_hit[0] or hi_hit[0]:
                     start[1] = np.sqrt(nxt[0, 0 if lo_hit[0] else 1] * ell[0])
@@ -563,16 +563,16 @@ class Levels(TrustRegions, DesignTolerance, ExactRoute, SampleChecks):
 
     def _learn(self, red, spectral, ranges: np.ndarray, thetas: list[np.ndarray], where: str):
         """A level's optimum within ``ranges`` from ``thetas``: (log theta, history), by the
-        profiled search (:meth:`_profiled`) or L-BFGS-B."""
+        profiled search (:meth:`_profiled`) or the quasi-Newton search."""
         s = self.s
         if self._profiled(red, thetas):
             with timed(self.clock, "profile search"), one_blas_thread():
                 return self._profile_fit(red, spectral, ranges, thetas[0], where)
         box = [s.signal_bounds, *[tuple(r) for r in ranges], s.noise_bounds]
-        with timed(self.clock, "L-BFGS-B"), one_blas_thread():
+        with timed(self.clock, "quasi-Newton"), one_blas_thread():
             res, history = fit_hyperparameters(glf_objective(red, spectral), box, thetas,
                                                progress=self.progress,
-                                               title=f"GP L-BFGS-B ({where})")  # fmt: skip
+                                               title=f"GP quasi-Newton ({where})")  # fmt: skip
         return res.x, history
 
     def _refactored(self, fmap, ranges, st, red, spectral, theta, noise, history, where):

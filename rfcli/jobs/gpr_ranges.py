@@ -16,7 +16,7 @@ from rfcli.maps.glf_rules import RuleTooLarge
 #: its optimum comes within a factor F_IN of a refined group's
 F_OUT, F_IN = 1.5, 1.2
 #: a level is final when its optimum lies a factor F_FINAL inside the range it was optimized
-#: in (the range bounds L-BFGS-B: an optimum it holds sits on the edge; the margin is for a
+#: in (the range bounds the search: an optimum it holds sits on the edge; the margin is for a
 #: search that stopped while still moving towards it).  It was F_IN, 1.2, until December
 #: 2026: ggplot2::diamonds with --ard then ran a third level from an optimum 1.14 inside its
 #: range, to move it by 0.07% and the LML by 0.03 nats (3.5 of 14-17 s)

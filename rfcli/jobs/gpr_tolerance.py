@@ -37,7 +37,7 @@ class DesignTolerance:
         scans' profiled noise at their best point is close to the optimum's (the development
         set's first levels moved it by at most 2%: docs/gpr.md), so the first level usually
         meets its noise check at once, where it otherwise took a second level of the same
-        lengthscales with a finer rule: a pass and an L-BFGS-B run.  A prior too large (a
+        lengthscales with a finer rule: a pass and a quasi-Newton run.  A prior too large (a
         coarse rule's own error learned as noise) only leaves that check to the level.
         Returns the tolerance before, when it was lowered (else None)."""
         prior = float(np.exp(start["log_lam"] - start["log_s2"]))

@@ -105,7 +105,7 @@ class GPRSettings(Validated):
     standardize : bool, default=True
         Z-score the inputs.
     starts : int, default=3
-        L-BFGS-B starts: the best distinct points of the scan.
+        Quasi-Newton starts: the best distinct points of the scan.
     seed : int, default=0
         Seed of the row sample and of the RFF draws.
     sample_rows : int, default=1000
@@ -138,7 +138,7 @@ class GPRSettings(Validated):
     nodes: list[int] | None = None
     cutoff: list[float] | None = None
     standardize: bool = True
-    starts: int = 3  # L-BFGS-B starts: the best distinct points of the scan
+    starts: int = 3  # quasi-Newton starts: the best distinct points of the scan
     seed: int = 0
     sample_rows: int = 1000  # row sample of the fitting pass (bounds; exact scan)
     scan_rows: int = 500  # rows of that sample the exact scan uses
@@ -337,7 +337,7 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
             "log_marginal_likelihood": float(lml - n * np.log(sd)),
             "iterations": int(iters),
             "learn_seconds": t_learn,
-            # L-BFGS-B time per iteration (scans, rule design and eigenbases apart: "timing")
+            # quasi-Newton time per iteration (scans, rule design and eigenbases apart: "timing")
             "seconds_per_iteration": _lbfgsb_seconds(clock, t_learn) / iters if iters else 0.0,
             "data_passes": passes,
             "pass_seconds": clock["pass"],
@@ -353,9 +353,9 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
 
 
 def _lbfgsb_seconds(clock: dict, t_learn: float) -> float:
-    """Seconds of the hyperparameter searches: GLF levels' L-BFGS-B runs and profiled
+    """Seconds of the hyperparameter searches: GLF levels' quasi-Newton runs and profiled
     searches and the exact GP's (else all learning)."""
-    keys = ("L-BFGS-B", "profile search", "exact GP")
+    keys = ("quasi-Newton", "profile search", "exact GP")
     if not any(k in clock for k in keys):
         return t_learn
     return sum(clock.get(k, 0.0) for k in keys)

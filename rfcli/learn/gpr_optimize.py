@@ -1,6 +1,7 @@
 """Maximizing a GP's log marginal likelihood over its hyperparameters ``theta = (log s2,
-log ell..., log lambda)`` by L-BFGS-B, with the signal variance s2 profiled out in closed
-form (docs/methods.md, Gaussian-process regression, "Learning the hyperparameters").
+log ell..., log lambda)`` by a quasi-Newton search within a box (:mod:`rfcli.learn.boxqn`),
+with the signal variance s2 profiled out in closed form (docs/methods.md, Gaussian-process
+regression, "Learning the hyperparameters").
 
 Every GP likelihood rfcli learns from (Gauss-Legendre or random Fourier features,
 :func:`rfcli.learn.gpr.lml_terms`; the exact GP, :meth:`rfcli.learn.gpr_exact.ExactGP.terms`)
@@ -9,7 +10,7 @@ has the covariance ``K = s2 C(ell) + lambda I``.  With ``eta = lambda / s2`` tha
 
     lml(s2) = -q0 / (2 s2) - (log|K0| + n log s2) / 2 - n log(2 pi) / 2,  q0 = y'K0^-1 y,
 
-which is largest at ``s2 = q0 / n``.  L-BFGS-B then searches (log ell..., log eta) alone: one
+which is largest at ``s2 = q0 / n``.  The search then runs over (log ell..., log eta) alone: one
 parameter fewer, and without the ridge along which s2 and a long lengthscale trade off
 (ggplot2::diamonds with ``--ard``: 26 and 31 likelihood steps on its two levels against 8
 and 12, the same optimum; docs/gpr.md).  A likelihood evaluated once at s2 = 1 gives the
@@ -25,11 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rfcli.learn.boxqn import minimize_box
 from rfcli.progress import Iterations, NullProgress, Progress
 
-#: L-BFGS-B stops when the relative objective reduction is below ftol (scipy's default:
-#: 1e7 times the float64 machine epsilon); the progress estimate counts down to the same
-LBFGSB_FTOL = 1e7 * 2.220446049250313e-16
+#: the search stops when the relative objective reduction is below FTOL (SciPy's L-BFGS-B's
+#: default: 1e7 times the float64 machine epsilon); the progress estimate counts down to it
+FTOL = 1e7 * 2.220446049250313e-16
 #: ... and, besides, once an iteration gains less than GAIN_NATS of log likelihood right
 #: after one that gained less than GAIN_PRIOR x that: converged for any statistical purpose
 #: (where the relative tolerance asks 3e-5 nats of a likelihood of 15,000 nats, the last one
@@ -42,7 +44,7 @@ LOG2PI = np.log(2 * np.pi)
 #: :func:`escape`: each lengthscale parameter is tried 3, 9 and 27 times shorter and 3 times
 #: longer than at the optimum (in log lengthscale: these steps; the starts come from a sample
 #: of the rows or a coarse rule, which resolve the fine structure less: the maxima they miss
-#: lie on the shorter side), and L-BFGS-B run again from a point better by more than
+#: lie on the shorter side), and the search run again from a point better by more than
 #: ESCAPE_NATS, at most ESCAPE_ROUNDS times
 ESCAPE_STEPS = tuple(float(k * np.log(3.0)) for k in (-1, -2, -3, 1))
 ESCAPE_ROUNDS, ESCAPE_NATS = 2, 0.05
@@ -122,21 +124,21 @@ def fit_hyperparameters(
     starts: list[np.ndarray],
     max_iter=500,
     progress: Progress | None = None,
-    title: str = "GP L-BFGS-B",
+    title: str = "GP quasi-Newton",
 ):
-    """L-BFGS-B on the likelihood with s2 profiled out (:func:`signal_profile`), over log ell
-    within ``bounds[1:-1]`` and log eta within the ratios ``bounds[-1] / bounds[0]`` allow,
+    """The box quasi-Newton search (:func:`rfcli.learn.boxqn.minimize_box`) on the
+    likelihood with s2 profiled out (:func:`signal_profile`), over log ell within
+    ``bounds[1:-1]`` and log eta within the ratios ``bounds[-1] / bounds[0]`` allow,
     from several ``starts`` (theta's values, not logs: s2, ell..., lambda); the best result
     as theta's logs (``.x``), ``-lml`` (``.fun``), ``.success`` and ``.nit``, and the
     history of starts.  ``terms``: ``theta -> LMLTerms``
     (:func:`rfcli.learn.gpr.glf_objective`, or the exact GP's).  ``progress``: a task per
     start counts its iterations, with the log marginal likelihood (of the standardized
     targets) and the iterations expected."""
-    from scipy.optimize import minimize  # lazily (CLI start-up)
-
     (s2_lo, s2_hi), (lam_lo, lam_hi) = bounds[0], bounds[-1]
     box = [(np.log(lo), np.log(hi)) for lo, hi in bounds[1:-1]]
     box.append((np.log(lam_lo / s2_hi), np.log(lam_hi / s2_lo)))
+    lo, hi = np.array([b[0] for b in box]), np.array([b[1] for b in box])
     evaluate = signal_profile(terms, bounds[0], bounds[-1])
     best, history = None, []
     seen: dict[bytes, float] = {}  # the s2 of every point evaluated
@@ -150,31 +152,26 @@ def fit_hyperparameters(
             trail.append(-lml)
         return -lml, -g
 
-    def gained(f: float) -> None:
+    def gained(f: float) -> bool:
         """After an iteration (at -lml ``f``): stop once it and the one before gained little
         (GAIN_NATS, GAIN_PRIOR)."""
         trail.append(f)
-        if len(trail) > 2 and 0 <= trail[-2] - f < GAIN_NATS:
-            if trail[-3] - trail[-2] < GAIN_PRIOR * GAIN_NATS:
-                raise StopIteration
+        return bool(len(trail) > 2 and 0 <= trail[-2] - f < GAIN_NATS
+                    and trail[-3] - trail[-2] < GAIN_PRIOR * GAIN_NATS)  # fmt: skip
 
     for i, start in enumerate(starts):
         th0 = np.log(np.asarray(start, dtype=np.float64))
         x0 = np.concatenate([th0[1:-1], [th0[-1] - th0[0]]])
-        x0 = np.clip(x0, [b[0] for b in box], [b[1] for b in box])
+        x0 = np.clip(x0, lo, hi)
 
         what = f"{title}, start {i + 1}/{len(starts)}" if len(starts) > 1 else title
         trail.clear()
         with progress.task(what, max_iter, unit="iterations") as task:
-            it = Iterations(task, max_iter, LBFGSB_FTOL)
-            res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=box,
-                           callback=_both(it.callback(lambda f: {"LML (standardized y)": -f}),
-                                          gained),
-                           options={"maxiter": max_iter, "ftol": LBFGSB_FTOL})  # fmt: skip
-        if res.status == 99:  # stopped by ``gained`` (SciPy: the callback's StopIteration)
-            res.success, res.message = True, f"gains below {GAIN_NATS:g} nats"
+            shown = Iterations(task, max_iter, FTOL)
+            res = minimize_box(objective, x0, lo, hi, max_iter=max_iter, ftol=FTOL,
+                               callback=_stepped(shown, gained))  # fmt: skip
         key = np.asarray(res.x, dtype=np.float64).tobytes()
-        if key not in seen:  # L-BFGS-B returns a point it evaluated; evaluate it if not
+        if key not in seen:  # (the minimizer returns a point it evaluated)
             objective(res.x)
         log_s2 = np.log(seen[key])
         res.x = np.concatenate([[log_s2], res.x[:-1], [log_s2 + res.x[-1]]])
@@ -185,13 +182,13 @@ def fit_hyperparameters(
     return best, history
 
 
-def _both(shown: Callable, gained: Callable) -> Callable:
-    """A ``minimize`` callback (its ``intermediate_result`` form, the only parameter SciPy
-    passes the result to): the progress's, then ``gained`` at the objective."""
+def _stepped(shown: Iterations, gained: Callable[[float], bool]) -> Callable[[float], bool]:
+    """A callback of :func:`rfcli.learn.boxqn.minimize_box`: a progress step at the
+    objective (-lml, the LML shown), then whether ``gained`` stops the search."""
 
-    def callback(intermediate_result):
-        shown(intermediate_result)
-        gained(float(intermediate_result.fun))
+    def callback(f: float) -> bool:
+        shown.step(f, **{"LML (standardized y)": -f})
+        return gained(f)
 
     return callback
 
@@ -203,15 +200,15 @@ def escape(
     res,
     history: list[dict],
     progress: Progress | None = None,
-    title: str = "GP L-BFGS-B",
+    title: str = "GP quasi-Newton",
 ):
     """Look past the basin of the optimum :func:`fit_hyperparameters` returned (``res``,
     theta's logs in ``.x``) on the likelihood ``terms``: the likelihood (s2 profiled, the
     noise ratio held; by ``value``, the same terms without the gradient) at the optimum
     with one lengthscale parameter at a time 3, 9 or 27 times shorter or 3 times longer
-    (ESCAPE_STEPS, within its bounds), and L-BFGS-B again from the best of those points
+    (ESCAPE_STEPS, within its bounds), and the search again from the best of those points
     when it beats the optimum by more than ESCAPE_NATS; at most ESCAPE_ROUNDS times.  ARD
-    likelihoods have several maxima, and which one L-BFGS-B reaches depends on its start
+    likelihoods have several maxima, and which one the search reaches depends on its start
     and path; an input with few distinct values (a group's level, a dose) has one maximum
     where its lengthscale is long (the groups' effects taken for noise) and one where it is
     shorter than their spacing (modeldata::concrete, 721 rows, inputs cement, water and age

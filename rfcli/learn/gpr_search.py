@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rfcli.learn.gpr_optimize import LBFGSB_FTOL, LOG2PI
+from rfcli.learn.gpr_optimize import FTOL, LOG2PI
 from rfcli.learn.tiles import weighted_gram
 from rfcli.maps.bandwidth import distances
 from rfcli.progress import NullProgress, Progress
@@ -621,11 +621,11 @@ def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | Non
     neighbours leave the range, Brent's method over the range (golden section with
     parabolic steps; SciPy's bounded ``minimize_scalar``).  Brent never evaluates the ends,
     so a maximum within 10 PROFILE_XATOL of one is compared with the end itself, ``lo`` or
-    ``hi`` exactly (an optimum held by its range's edge is then there, as L-BFGS-B's is).
-    ``start``: a lengthscale evaluated first and kept unless the search beats it by more
-    than L-BFGS-B's relative stop (on a flat likelihood the points wander; L-BFGS-B would
-    not leave its start).  Returns (the point {ell, lml, log_s2, log_lam}, the
-    evaluations)."""
+    ``hi`` exactly (an optimum held by its range's edge is then there, as the quasi-Newton
+    search's is).  ``start``: a lengthscale evaluated first and kept unless the search beats
+    it by more than the quasi-Newton search's relative stop (on a flat likelihood the points
+    wander; that search would not leave its start).  Returns (the point {ell, lml, log_s2,
+    log_lam}, the evaluations)."""
     seen: dict[float, dict] = {}
     exact: dict[float, float] = {}  # log lengthscales evaluated at their lengthscale exactly
     progress = progress or NullProgress()
@@ -661,7 +661,7 @@ def profile_maximum(evaluate: Callable, lo: float, hi: float, start: float | Non
         for end in ends:
             if abs(top - end) <= 10 * PROFILE_XATOL and at(end)["lml"] > best["lml"]:
                 best = at(end)
-        if first is not None and best["lml"] - first["lml"] <= LBFGSB_FTOL * max(
+        if first is not None and best["lml"] - first["lml"] <= FTOL * max(
             abs(best["lml"]), abs(first["lml"]), 1.0
         ):
             best = first

@@ -144,8 +144,8 @@ def cutoff_for(kernel: str, ell_lo: float, tail: float) -> float:
     The Gaussian's normal quantile comes from the standard library (Wichura's AS241, within
     a relative 1e-15 of scipy.special.ndtri): the rule designs of a Gaussian GP fit import
     no scipy.special, whose first import took 0.03-0.12 s of a 2-3 s fit (ggplot2::txhousing,
-    3,000 rows; a fit that imports scipy.optimize, for L-BFGS-B or Brent's search, still
-    loads it)."""
+    3,000 rows; a fit that imports scipy.optimize, for Brent's search, still loads
+    it)."""
     if kernel == "gaussian":  # eta_j ~ N(0, 1/(2 pi l)^2): the normal upper quantile
         return float(-NormalDist().inv_cdf(tail / 2) / (2 * np.pi * ell_lo))
     from scipy.special import stdtrit  # lazily: scipy.special slows CLI start-up

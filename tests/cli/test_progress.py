@@ -1,5 +1,5 @@
 """Training progress on stderr: the SVM's iterations and objective per C, KRR's passes and
-alpha grid, the GP's passes, scans and L-BFGS-B iterations with the log marginal
+alpha grid, the GP's passes, scans and quasi-Newton iterations with the log marginal
 likelihood; the estimated iterations behind the remaining time; -q silences all of it.
 
 The CLI runs are recorded: stderr is taken for a terminal and rfcli.cli.console's rich
@@ -94,7 +94,7 @@ def test_svm_iterations_objective_and_passes(store, tmp_path, recorded):
     assert fit.advanced == rep["iterations"] > 5
     objectives = [v["objective"] for v in fit.values]
     assert len(objectives) == rep["iterations"]
-    # L-BFGS-B's accepted iterates decrease the objective; the last is the model's
+    # the quasi-Newton search's accepted iterates decrease the objective; the last is the model's
     assert all(b <= a for a, b in zip(objectives, objectives[1:], strict=False))
     assert objectives[-1] == pytest.approx(rep["objective"], rel=1e-12)
     passes = [v["passes"] for v in fit.values]
@@ -150,8 +150,8 @@ def test_gpr_passes_scan_and_lbfgs_with_the_log_marginal_likelihood(tmp_path, re
     (scan,) = rec.named("GP scan")
     # (a scan may pass over grid points: its total ends at the points evaluated)
     assert scan.unit == "points" and scan.advanced == scan.totals[-1] == rep["scan"]["points"]
-    # L-BFGS-B, or the profiled search on a level with many features per rank
-    fits = rec.named("GP L-BFGS-B") + rec.named("GP profile search")
+    # the quasi-Newton search, or the profiled search on a level with many features per rank
+    fits = rec.named("GP quasi-Newton") + rec.named("GP profile search")
     assert fits and sum(t.advanced for t in fits) == rep["iterations"]
     key = "LML (standardized y)"
     for t in fits:
@@ -187,7 +187,7 @@ def test_not_a_terminal_means_no_progress(store, tmp_path, monkeypatch):
 # -- the estimate of the iterations ---------------------------------------------------------
 def _geometric_run(r0: float, q: float, tol: float):
     """Objectives whose relative reductions are r0 q^k (k >= 1) exactly, up to the first
-    below tol (where L-BFGS-B stops)."""
+    below tol (where the search stops)."""
     f = [1e6]
     while len(f) < 2 or relative_reduction(f[-2], f[-1]) > tol:
         r = r0 * q ** (len(f) - 1)
