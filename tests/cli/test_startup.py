@@ -115,19 +115,21 @@ def test_a_prediction_imports_no_learner_scipy_or_pandas(tmp_path):
     assert _modules_after("evaluate", os.fspath(model), os.fspath(store), watch=watch) == set()
 
 
-def test_a_gaussian_gp_fit_imports_no_scipy_optimize_or_special(tmp_path):
+def test_a_gaussian_gp_fit_imports_no_scipy_optimize_special_or_sparse(tmp_path):
     """A Gaussian GP's ARD fit searches by rfcli.learn.boxqn: scipy.optimize, whose package
     loads linear programming and through it scipy.fft and scipy.special (0.2-0.36 s), is not
-    imported; the fit does go through the search (its report counts the iterations)."""
+    imported, nor scipy.sparse (ARPACK: the kernel error's spectral norm is rfcli's own
+    Lanczos); the fit does go through the search (its report counts the iterations)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
-    X = rng.uniform(-2, 2, size=(400, 2))
-    y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.normal(size=400)
+    X = rng.uniform(-2, 2, size=(1500, 2))  # rows enough for levels (below ~900: exact)
+    y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.normal(size=1500)
     src = write_parquet(tmp_path / "x.parquet", a=X[:, 0], b=X[:, 1], y=y)
     model = tmp_path / "m.npz"
     args = ("train", src, "--model", "gpr", "--label", "y", "--ard", "-o", os.fspath(model))
-    assert _modules_after(*args, watch=("scipy.optimize", "scipy.special", "scipy.fft")) == set()
+    watch = ("scipy.optimize", "scipy.special", "scipy.fft", "scipy.sparse")
+    assert _modules_after(*args, watch=watch) == set()
     from rfcli.learn.model_file import load_model
 
     info = load_model(os.fspath(model))[2]["model"]["info"]
