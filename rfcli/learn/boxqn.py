@@ -11,19 +11,22 @@ so a dense BFGS matrix B costs nothing beside it.  Each iteration:
   constrained optimization", SIAM J. Scientific Computing 16, 1995);
 * the model's minimizer over the variables still free there, clipped to the box (cut short
   of it instead where clipping would turn the step uphill), as L-BFGS-B's subspace step;
-* a line search from the full step backtracks by safeguarded quadratic interpolation until
-  the Armijo condition ``f(x_a) <= f(x) + C1 g'(x_a - x)`` holds (along the chord to the
-  clipped point where a lengthened step was clipped); where a step within the box meets it
-  and the slope along it has not fallen by the curvature factor C2, it is lengthened, so
-  that the step meets the curvature that BFGS learns from (Nocedal & Wright, "Numerical
-  Optimization", 2nd ed., 2006, chapter 3);
+  the Cauchy point itself where that step is nearly at a right angle to the gradient;
+* a line search from that point backtracks by safeguarded quadratic interpolation until
+  f falls and the Armijo condition ``f(x_a) <= f(x) + C1 g'(x_a - x)`` holds; where the
+  full step meets it and the slope along it has not fallen by the curvature factor C2, it
+  is lengthened (EXPAND x at a time, clipped to the box, which ends it), so that the step
+  meets the curvature that BFGS learns from (Nocedal & Wright, "Numerical Optimization",
+  2nd ed., 2006, chapter 3);
 * B is updated by BFGS with Powell's damping, which keeps it positive definite (Nocedal &
   Wright, procedure 18.2).  The first step is steepest descent of unit length (the model
   ``||g|| I``), and B starts as ``(y'y / s'y) I`` after it (ibid., eq. 6.20).
 
 It stops as SciPy's L-BFGS-B does: when the relative reduction of f in an iteration is at
 most ``ftol``, when the projected gradient's largest entry is at most ``pgtol``, after
-``max_iter`` iterations, or where the callback says so.  Points where f is not finite are
+``max_iter`` iterations, or where the callback says so; but a quasi-Newton step cut back to
+such a reduction restarts from steepest descent instead (a poor B in a curved valley, not
+an optimum).  Points where f is not finite are
 backtracked from.  Variables that end on a bound equal it exactly (the path and the clip
 put them there), so a caller can tell an optimum held by the box.
 """
@@ -37,8 +40,12 @@ import numpy as np
 
 #: the Armijo (sufficient decrease) and curvature factors of the line search
 C1, C2 = 1e-4, 0.9
-#: line-search evaluations per iteration at most; a step lengthened by at most EXPAND x
+#: line-search evaluations per iteration at most; a step still falling steeply is lengthened
+#: EXPAND x at a time (within them)
 MAX_LS, EXPAND = 20, 4.0
+#: a step direction within this cosine of a right angle to the gradient (clipping can turn
+#: it so) is replaced by the Cauchy point's
+MIN_COSINE = 1e-6
 #: a backtrack shortens the step to between these fractions of it
 SHRINK_MIN, SHRINK_MAX = 0.1, 0.5
 #: Powell's damping keeps s'y at least DAMP x s'Bs
@@ -47,7 +54,8 @@ DAMP = 0.2
 
 @dataclass
 class BoxResult:
-    """The minimizer's outcome: the best point ``x`` (evaluated), ``fun`` and ``grad`` there,
+    """The minimizer's outcome: the last accepted point ``x``, ``fun`` and ``grad`` there (one
+    evaluation),
     iterations ``nit``, evaluations ``nfev`` and whether it converged (``success``, and why
     in ``message``)."""
 
@@ -61,8 +69,9 @@ class BoxResult:
 
 
 def projected_gradient(x: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray):
-    """``x - P(x - g)``: the gradient, less what points out of the box where x is on it."""
-    return x - np.clip(x - g, lo, hi)
+    """``x - P(x - g)``: the gradient, less what points out of the box where x is on it
+    (by comparisons, as L-BFGS-B: a gradient below x's rounding is not lost)."""
+    return np.where(g < 0, np.maximum(x - hi, g), np.minimum(x - lo, g))
 
 
 def minimize_box(
@@ -95,19 +104,21 @@ def minimize_box(
             return result(True, "projected gradient below pgtol")
         if nit >= max_iter:
             return result(False, "iteration limit reached")
-        d = _direction(x, g, lo, hi, B)
-        if d is None:
+        z = _target(x, g, lo, hi, B)
+        if z is None:
             return result(True, "projected gradient zero")
-        xn, fn, gn, evals = _line_search(fg, x, f, g, d, lo, hi)
+        xn, fn, gn, evals, full = _line_search(fg, x, f, g, z, lo, hi)
         nfev += evals
-        if xn is None and B is not None:  # no decrease along the quasi-Newton step: steepest
-            B = None  # descent, and B afresh after it
-            d = _direction(x, g, lo, hi, B)
-            xn, fn, gn, evals = _line_search(fg, x, f, g, d, lo, hi)
-            nfev += evals
+        if xn is None and B is not None:  # no decrease towards the quasi-Newton point:
+            B = None  # steepest descent, and B afresh after it
+            z = _target(x, g, lo, hi, B)
+            if z is not None:
+                xn, fn, gn, evals, full = _line_search(fg, x, f, g, z, lo, hi)
+                nfev += evals
         if xn is None:
             return result(False, "the line search found no decrease")
         s, y = xn - x, gn - g
+        stalled = B is not None and not full  # a cut-back quasi-Newton step
         B = _bfgs(B, s, y, n)
         nit += 1
         reduction = (f - fn) / max(abs(f), abs(fn), 1.0)
@@ -115,7 +126,11 @@ def minimize_box(
         if callback is not None and callback(f):
             return result(True, "stopped by the callback")
         if reduction <= ftol:
-            return result(True, "relative reduction of f below ftol")
+            if not stalled:
+                return result(True, "relative reduction of f below ftol")
+            # a step cut back from the quasi-Newton point that gained nothing speaks of B,
+            # not of the optimum (a curved valley): steepest descent, and B afresh
+            B = None
 
 
 def _call(fg, x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -123,11 +138,12 @@ def _call(fg, x: np.ndarray) -> tuple[float, np.ndarray]:
     return float(f), np.asarray(g, dtype=np.float64).copy()
 
 
-def _direction(x, g, lo, hi, B) -> np.ndarray | None:
-    """The step direction ``xbar - x`` to the model's subspace minimizer xbar (the generalized
-    Cauchy point, then the quasi-Newton step on the variables still free there; without B,
-    the model ``||g|| I``: steepest descent of unit length); None where every variable is
-    held by the box."""
+def _target(x, g, lo, hi, B) -> np.ndarray | None:
+    """The point the step heads for: the model's subspace minimizer (the generalized Cauchy
+    point, then the quasi-Newton step on the variables still free there, clipped to the box;
+    without B, the model ``||g|| I``: steepest descent of unit length), or the Cauchy point
+    itself where that step is (nearly) at a right angle to the gradient; None where no
+    variable can move downhill.  Variables on a bound equal it exactly."""
     if not np.any(projected_gradient(x, g, lo, hi)):
         return None
     if B is None:
@@ -147,58 +163,68 @@ def _direction(x, g, lo, hi, B) -> np.ndarray | None:
                 (hi[free] - xc[free]) / np.where(du > 0, du, 1),
                 np.where(du < 0, (lo[free] - xc[free]) / np.where(du < 0, du, 1), 1.0),
             )
-            z[free] = xc[free] + min(1.0, float(np.min(room, initial=1.0))) * du
-    d = z - x
-    return d if g @ d < 0 else None
+            step = min(1.0, float(np.min(room, initial=1.0)))
+            z[free] = np.clip(xc[free] + step * du, lo[free], hi[free])
+    for point in (z, xc):
+        d = point - x
+        if g @ d < -MIN_COSINE * np.linalg.norm(g) * np.linalg.norm(d):
+            return point
+    return None
 
 
 def _cauchy_point(x, g, lo, hi, B):
     """The first local minimizer of the quadratic model ``g'p + p'Bp / 2`` along the projected
     steepest descent path ``P(x - t g)`` (Byrd, Lu, Nocedal & Zhu, "A limited memory
     algorithm for bound constrained optimization", SIAM J. Scientific Computing 16, 1995,
-    section 4), and the variables that path has not put on a bound there."""
+    section 4), the variables the path put on a bound exactly on it, and the variables that
+    path has not put on a bound there."""
     with np.errstate(divide="ignore", invalid="ignore"):
         tb = np.where(g < 0, (x - hi) / g, np.where(g > 0, (x - lo) / g, np.inf))
     free = tb > 0
     d = np.where(free, -g, 0.0)
     p = np.zeros_like(x)  # the path's displacement so far
-    t_prev = 0.0
+    on = np.zeros(len(x), dtype=bool)  # put on a bound by the path
+    t_prev, t_star = 0.0, None
     for t_next in np.unique(tb[tb > 0]):
         fp = g @ d + p @ (B @ d)
         fpp = d @ (B @ d)
         if fp >= 0:
-            return x + p, free
+            break
         dt = t_next - t_prev
         if fpp > 0 and -fp / fpp < dt:
-            return x + p + (-fp / fpp) * d, free
+            t_star = -fp / fpp
+            break
         p = p + dt * d
         hit = free & (tb <= t_next)
-        p[hit] = np.where(d[hit] > 0, hi[hit], lo[hit]) - x[hit]  # exactly on the bound
+        on |= hit
         free &= ~hit
         d[hit] = 0.0
         t_prev = t_next
         if not np.any(free):
             break
-    return x + p, free
+    xc = x + p if t_star is None else x + p + t_star * d
+    xc[on] = np.where(g[on] < 0, hi[on], lo[on])  # exactly (x + (b - x) need not be b)
+    return np.clip(xc, lo, hi), free
 
 
-def _line_search(fg, x, f, g, d, lo, hi):
-    """(x_a, f, gradient, evaluations) along ``P(x + a d)``, or (None, ..., evaluations) where
-    no step gave the sufficient decrease.  A step the box clipped that fails is shortened
-    along the chord from x to the clipped point (within the box: x and it are), where a
-    shorter step along d would clip to nearly the same point."""
+def _line_search(fg, x, f, g, z, lo, hi):
+    """(x_a, f, gradient, evaluations, whether a >= 1) along ``x + a (z - x)`` from the target
+    z (a = 1, within the box), or (None, ..., evaluations, False) where no step gave the
+    sufficient decrease.  Longer steps (a > 1) are clipped to the box and end the lengthening there;
+    a step must lower f (a rounding-level step that gains nothing fails)."""
+    d = z - x
     a, evals, best = 1.0, 0, None
     slope0 = g @ d
     while evals < MAX_LS:
-        xa = np.clip(x + a * d, lo, hi)
+        xa = z if a == 1.0 else np.clip(x + a * d, lo, hi)
         if np.array_equal(xa, x):
             break
         fa, ga = _call(fg, xa)
         evals += 1
-        decrease = g @ (xa - x)  # < 0: the projected path's first-order decrease
-        clipped = not np.array_equal(xa, x + a * d)
-        if np.isfinite(fa) and fa <= f + C1 * decrease:
+        decrease = g @ (xa - x)  # < 0: the first-order decrease
+        if np.isfinite(fa) and fa < f and fa <= f + C1 * decrease:
             best = (xa, fa, ga)
+            clipped = a > 1.0 and not np.array_equal(xa, x + a * d)
             if clipped or ga @ d >= C2 * slope0 or evals >= MAX_LS:
                 break
             a *= EXPAND  # still falling steeply: a longer step
@@ -209,13 +235,10 @@ def _line_search(fg, x, f, g, d, lo, hi):
         if np.isfinite(fa):
             denom = 2.0 * (fa - f - decrease)
             t = min(max(-decrease / denom, SHRINK_MIN), SHRINK_MAX) if denom > 0 else SHRINK_MAX
-        if clipped:
-            d, a, slope0 = xa - x, t, decrease
-        else:
-            a *= t
+        a *= t
     if best is None:
-        return None, None, None, evals
-    return (*best, evals)
+        return None, None, None, evals, False
+    return (*best, evals, a >= 1.0)
 
 
 def _bfgs(B, s: np.ndarray, y: np.ndarray, n: int):
