@@ -38,6 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: the relative reduction of f in an iteration at which the search stops by default (SciPy's
+#: L-BFGS-B's default: 1e7 times the float64 machine epsilon)
+FTOL = 1e7 * float(np.finfo(np.float64).eps)
 #: the Armijo (sufficient decrease) and curvature factors of the line search
 C1, C2 = 1e-4, 0.9
 #: line-search evaluations per iteration at most; a step still falling steeply is lengthened
@@ -81,7 +84,7 @@ def minimize_box(
     hi,
     *,
     max_iter: int = 500,
-    ftol: float = 1e7 * np.finfo(np.float64).eps,
+    ftol: float = FTOL,
     pgtol: float = 1e-5,
     callback: Callable[[float], bool] | None = None,
 ) -> BoxResult:
@@ -158,12 +161,9 @@ def _target(x, g, lo, hi, B) -> np.ndarray | None:
             du = np.zeros(int(free.sum()))
         z[free] = np.clip(xc[free] + du, lo[free], hi[free])
         if not g @ (z - x) < 0:  # the projection turned it uphill: the step to the box
-            room = np.where(
-                du > 0,
-                (hi[free] - xc[free]) / np.where(du > 0, du, 1),
-                np.where(du < 0, (lo[free] - xc[free]) / np.where(du < 0, du, 1), 1.0),
-            )
-            step = min(1.0, float(np.min(room, initial=1.0)))
+            with np.errstate(divide="ignore", invalid="ignore"):  # (du = 0: no limit)
+                room = np.where(du > 0, hi[free] - xc[free], lo[free] - xc[free]) / du
+            step = min(1.0, float(np.min(room[du != 0], initial=1.0)))
             z[free] = np.clip(xc[free] + step * du, lo[free], hi[free])
     for point in (z, xc):
         d = point - x

@@ -26,12 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rfcli.learn.boxqn import minimize_box
+from rfcli.learn.boxqn import FTOL, minimize_box
 from rfcli.progress import Iterations, NullProgress, Progress
 
-#: the search stops when the relative objective reduction is below FTOL (SciPy's L-BFGS-B's
-#: default: 1e7 times the float64 machine epsilon); the progress estimate counts down to it
-FTOL = 1e7 * 2.220446049250313e-16
+# the search stops when the relative objective reduction is below FTOL (boxqn's: SciPy's
+# L-BFGS-B's default); the progress estimate counts down to it
 #: ... and, besides, once an iteration gains less than GAIN_NATS of log likelihood right
 #: after one that gained less than GAIN_PRIOR x that: converged for any statistical purpose
 #: (where the relative tolerance asks 3e-5 nats of a likelihood of 15,000 nats, the last one
@@ -170,10 +169,7 @@ def fit_hyperparameters(
             shown = Iterations(task, max_iter, FTOL)
             res = minimize_box(objective, x0, lo, hi, max_iter=max_iter, ftol=FTOL,
                                callback=_stepped(shown, gained))  # fmt: skip
-        key = np.asarray(res.x, dtype=np.float64).tobytes()
-        if key not in seen:  # (the minimizer returns a point it evaluated)
-            objective(res.x)
-        log_s2 = np.log(seen[key])
+        log_s2 = np.log(seen[res.x.tobytes()])  # (the minimizer returns a point it evaluated)
         res.x = np.concatenate([[log_s2], res.x[:-1], [log_s2 + res.x[-1]]])
         history.append({"start": [float(v) for v in start], "lml": float(-res.fun),
                         "iterations": int(res.nit)})  # fmt: skip
