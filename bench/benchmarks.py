@@ -16,7 +16,6 @@ scikit-learn is a benchmark-only dependency (`pip install -e .[bench]`).
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import platform
@@ -33,7 +32,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import speed  # noqa: E402
-from cli_peak import run_cli  # noqa: E402
+from cli_peak import compile_rfcli, run_cli  # noqa: E402
 from speed_doc import speed_doc, targets_doc  # noqa: E402
 
 OUT = os.path.join(ROOT, "build", "bench")
@@ -326,10 +325,7 @@ def main():
                     help="keep OPENBLAS_CORETYPE (a CPU OpenBLAS misdetects)")  # fmt: skip
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    # rfcli's bytecode, as an installed package has it (pip compiles at install; an
-    # editable install under PYTHONDONTWRITEBYTECODE would compile every module at every
-    # start of the CLI, about 50 ms, which no user's installation pays)
-    compileall.compile_dir(os.path.join(ROOT, "rfcli"), quiet=1)
+    compile_rfcli()  # rfcli's bytecode, as an installed package has it
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     path = os.path.join(ROOT, "bench", "results", "benchmarks.json")
     res = json.load(open(path)) if os.path.exists(path) else {}
