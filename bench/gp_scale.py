@@ -33,6 +33,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from cli_peak import compile_rfcli
 from doc_section import write_section
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -89,6 +90,7 @@ def main() -> None:
     ap.add_argument("--rows", default="100000,1000000")
     ap.add_argument("--doc", action="store_true")
     args = ap.parse_args()
+    compile_rfcli()  # rfcli's bytecode, as an installed package has it
     gp = draw(0)
     rows = [int(r) for r in args.rows.split(",")]
     results = []

@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 import pyarrow.parquet as pq
+from cli_peak import compile_rfcli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -130,6 +131,7 @@ def gpr_vs_cli(data: str, name: str) -> dict:
     model_path, pred_path = os.path.join(tmp, "cli.npz"), os.path.join(tmp, "p.npy")
     train = os.path.join(data, f"{name}.train.parquet")
     test = os.path.join(data, f"{name}.test.parquet")
+    compile_rfcli()  # rfcli's bytecode, as an installed package has it
     t0 = time.perf_counter()
     subprocess.run([*RFCLI, "train", train, "--model", "gpr", "--label", "y", "-o", model_path],
                    check=True, capture_output=True)  # fmt: skip

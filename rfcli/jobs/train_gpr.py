@@ -338,7 +338,7 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
             "iterations": int(iters),
             "learn_seconds": t_learn,
             # quasi-Newton time per iteration (scans, rule design and eigenbases apart: "timing")
-            "seconds_per_iteration": _lbfgsb_seconds(clock, t_learn) / iters if iters else 0.0,
+            "seconds_per_iteration": _search_seconds(clock, t_learn) / iters if iters else 0.0,
             "data_passes": passes,
             "pass_seconds": clock["pass"],
             "timing": {k: round(v, 3) for k, v in clock.items()},
@@ -352,7 +352,7 @@ def finish(fit: Fit, passes: int, s: GPRSettings, eng, report, clock, t0: float)
     return model
 
 
-def _lbfgsb_seconds(clock: dict, t_learn: float) -> float:
+def _search_seconds(clock: dict, t_learn: float) -> float:
     """Seconds of the hyperparameter searches: GLF levels' quasi-Newton runs and profiled
     searches and the exact GP's (else all learning)."""
     keys = ("quasi-Newton", "profile search", "exact GP")

@@ -29,13 +29,13 @@ import numpy as np
 from rfcli.learn.boxqn import FTOL, minimize_box
 from rfcli.progress import Iterations, NullProgress, Progress
 
-# the search stops when the relative objective reduction is below FTOL (boxqn's: SciPy's
-# L-BFGS-B's default); the progress estimate counts down to it
-#: ... and, besides, once an iteration gains less than GAIN_NATS of log likelihood right
-#: after one that gained less than GAIN_PRIOR x that: converged for any statistical purpose
-#: (where the relative tolerance asks 3e-5 nats of a likelihood of 15,000 nats, the last one
-#: or two steps of a run: ggplot2::faithfuld's level gained 5.8e-4, then 6e-6 nats, in 2 of
-#: its 10 likelihood evaluations; its optimum moved by 1e-5 in the log lengthscale)
+#: the search stops where boxqn's does (a relative reduction of -lml below FTOL, which the
+#: progress estimate counts down to) and, besides, once an iteration gains less than
+#: GAIN_NATS of log likelihood right after one that gained less than GAIN_PRIOR x that:
+#: converged for any statistical purpose (where the relative tolerance asks 3e-5 nats of a
+#: likelihood of 15,000 nats, the last one or two steps of a run: ggplot2::faithfuld's level
+#: gained 5.8e-4, then 6e-6 nats, in 2 of its 10 likelihood evaluations; its optimum moved
+#: by 1e-5 in the log lengthscale)
 GAIN_NATS, GAIN_PRIOR = 1e-3, 100.0
 
 LOG2PI = np.log(2 * np.pi)
@@ -167,7 +167,7 @@ def fit_hyperparameters(
         trail.clear()
         with progress.task(what, max_iter, unit="iterations") as task:
             shown = Iterations(task, max_iter, FTOL)
-            res = minimize_box(objective, x0, lo, hi, max_iter=max_iter, ftol=FTOL,
+            res = minimize_box(objective, x0, lo, hi, max_iter=max_iter,
                                callback=_stepped(shown, gained))  # fmt: skip
         log_s2 = np.log(seen[res.x.tobytes()])  # (the minimizer returns a point it evaluated)
         res.x = np.concatenate([[log_s2], res.x[:-1], [log_s2 + res.x[-1]]])

@@ -28,7 +28,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rfcli.learn.gpr_optimize import FTOL, LOG2PI
+from rfcli.learn.boxqn import FTOL
+from rfcli.learn.gpr_optimize import LOG2PI
 from rfcli.learn.tiles import weighted_gram
 from rfcli.maps.bandwidth import distances
 from rfcli.progress import NullProgress, Progress
